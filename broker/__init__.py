@@ -1,1 +1,1 @@
-"""The broker edge: the wire protocol (``protocol``) and the only module that talks aio-pika (``amqp``)."""
+"""The broker edge: the wire protocol (``protocol``) and the one module that talks aio-pika."""

@@ -1,0 +1,1 @@
+"""The bots: platform adapters (Discord, Slack, terminal) over one shared streaming core."""

@@ -1,0 +1,128 @@
+"""The ``concierge`` command: one subcommand per role, settings built once here."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+
+from broker.amqp import BrokerUnavailable
+from config.settings import ConfigError, Settings, load_settings
+
+EXIT_CONFIG = 78  # EX_CONFIG
+EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE
+
+
+def setup_logging(settings: Settings) -> None:
+    logging.basicConfig(
+        level=settings.log_level,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if settings.log_level != "DEBUG":
+        logging.getLogger("aio_pika").setLevel(logging.WARNING)
+        logging.getLogger("aiormq").setLevel(logging.WARNING)
+
+
+def _stop_on_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+
+async def engine_command(settings: Settings) -> int:
+    from engine.main import run_engine
+
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    await run_engine(settings, stop)
+    return 0
+
+
+async def up_command(settings: Settings) -> int:
+    """The engine and every configured adapter in one process (the small-VPS deployment)."""
+    from bots.terminal import chat
+    from engine.main import run_engine
+
+    stop = asyncio.Event()
+    started = asyncio.Event()
+    engine = asyncio.create_task(run_engine(settings, stop, started=started))
+    await _first_of(started.wait(), engine)
+    adapters = _configured_adapters(settings)
+    if adapters:
+        _stop_on_signals(stop)
+        runs = [asyncio.create_task(run(settings, stop)) for run in adapters]
+        await asyncio.gather(engine, *runs)
+        return 0
+    code = await chat(settings)
+    stop.set()
+    await engine
+    return code
+
+
+async def _first_of(*aws: Awaitable[object]) -> None:
+    tasks = [asyncio.ensure_future(aw) for aw in aws]
+    done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for task in done:
+        task.result()  # an engine that failed to start raises here
+
+
+AdapterRun = Callable[[Settings, asyncio.Event], Awaitable[None]]
+
+
+def _configured_adapters(settings: Settings) -> list[AdapterRun]:
+    return []
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="concierge", description="A self-hosted AI concierge for Discord and Slack."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("engine", help="run the engine worker")
+    commands.add_parser("up", help="run the engine and every configured adapter")
+    commands.add_parser("chat", help="chat with the bot in this terminal")
+    ask = commands.add_parser("ask", help="ask one question, stream the answer to stdout")
+    ask.add_argument("question")
+    ask.add_argument("--json", action="store_true", help="print every reply event as JSON")
+    return parser
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings) -> Awaitable[int]:
+    from bots import terminal
+
+    match args.command:
+        case "engine":
+            return engine_command(settings)
+        case "up":
+            return up_command(settings)
+        case "chat":
+            return terminal.chat(settings)
+        case "ask":
+            return terminal.ask(settings, args.question, as_json=args.json)
+    raise AssertionError(args.command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = load_settings()
+    except ConfigError as error:
+        print(f"concierge: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+    setup_logging(settings)
+    try:
+        return asyncio.run(_dispatch(args, settings))
+    except BrokerUnavailable as error:
+        print(f"concierge: {error}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    except ConfigError as error:
+        print(f"concierge: {error}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Turns a session's event stream into message posts and edits, for every platform alike.
+
+The adapter supplies a ``MessageSink`` (post and edit one message); the renderer decides what
+the messages say and when: it accumulates the text, edits at most once per ``edit_interval_s``
+and always once more at the end, moves text past ``max_chars`` into continuation messages, and
+shows the state in a footer. Nothing of the text is lost: the final event carries it whole.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Protocol
+
+from bots.session import ReplyTimeout, Session, SessionItem, StopRequested
+from broker.protocol import Cancelled, Done, Expired, Failed, Progress, Started, TokenEvent
+
+log = logging.getLogger(__name__)
+
+
+class Status(StrEnum):
+    QUEUED = "queued"
+    GENERATING = "generating"
+    STOPPING = "stopping"
+    DONE = "done"
+    STOPPED = "stopped"
+    EXPIRED = "expired"
+    FAILED = "failed"
+    TIMED_OUT = "timed out"
+
+
+FINAL_STATUSES = frozenset(
+    {Status.DONE, Status.STOPPED, Status.EXPIRED, Status.FAILED, Status.TIMED_OUT}
+)
+
+
+@dataclass(frozen=True)
+class MessageContent:
+    """What one message shows: the answer's text and, on the last message, a status line."""
+
+    body: str
+    footer: str = ""
+
+
+class MessageSink(Protocol):
+    """The two calls an adapter provides. Handles are whatever the platform needs."""
+
+    async def post(self, content: MessageContent, after: Any | None) -> Any:
+        """Post a new message: the first one answers the question, later ones follow ``after``."""
+        ...
+
+    async def edit(self, handle: Any, content: MessageContent) -> None: ...
+
+
+def split_text(text: str, limit: int) -> list[str]:
+    """Cut ``text`` into pieces of at most ``limit`` characters whose concatenation is ``text``.
+
+    A cut falls after the last newline or space in the second half of a piece when there is
+    one. Each cut depends only on the text before it, so earlier pieces never change as the
+    text grows.
+    """
+    pieces: list[str] = []
+    start = 0
+    while len(text) - start > limit:
+        window = text[start : start + limit]
+        cut = max(window.rfind("\n"), window.rfind(" "))
+        end = start + (cut + 1 if cut >= limit // 2 else limit)
+        pieces.append(text[start:end])
+        start = end
+    pieces.append(text[start:])
+    return pieces
+
+
+def footer_for(status: Status, detail: str, ahead: int) -> str:
+    if status is Status.QUEUED:
+        return f"⏳ queued · {ahead} ahead" if ahead else "⏳ queued · next up"
+    return {
+        Status.GENERATING: "✍️ answering… (🛑 to stop)",
+        Status.STOPPING: "🛑 stopping…",
+        Status.DONE: "✅ done",
+        Status.STOPPED: "🛑 stopped",
+        Status.EXPIRED: f"⌛ expired: {detail}",
+        Status.FAILED: f"⚠️ failed: {detail}",
+        Status.TIMED_OUT: "⏱️ timed out: no reply from the engine",
+    }[status]
+
+
+class Renderer:
+    """Renders one session into one or more messages through ``sink``."""
+
+    def __init__(
+        self,
+        sink: MessageSink,
+        *,
+        max_chars: int,
+        edit_interval_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.sink = sink
+        self.max_chars = max_chars
+        self.edit_interval_s = edit_interval_s
+        self.clock = clock
+        self.text = ""
+        self.status = Status.QUEUED
+        self.detail = ""
+        self.ahead = 0
+        self.handles: list[Any] = []
+        self._shown: list[MessageContent] = []
+        self._dirty = True
+        self._last_edit_at = float("-inf")
+
+    async def run(self, session: Session) -> Status:
+        """Show the placeholder, follow the events to a final state, and make the final edit."""
+        self.ahead = session.queued_ahead
+        await self._publish()
+        last_event_at = self.clock()
+        while self.status not in FINAL_STATUSES:
+            idle_left = session.timeout_s - (self.clock() - last_event_at)
+            try:
+                item = await session.next_item(max(0.0, self._wait_s(idle_left)))
+            except ReplyTimeout:
+                if self.clock() - last_event_at >= session.timeout_s:
+                    self.status = Status.TIMED_OUT
+                    break
+            else:
+                self.apply(item)
+                last_event_at = self.clock()
+            if self._dirty and self.clock() - self._last_edit_at >= self.edit_interval_s:
+                await self._publish()
+        await self._publish()
+        return self.status
+
+    def _wait_s(self, idle_left: float) -> float:
+        if not self._dirty:
+            return idle_left
+        return min(idle_left, self._last_edit_at + self.edit_interval_s - self.clock())
+
+    def apply(self, item: SessionItem) -> None:  # noqa: C901 - one branch per event type
+        """Fold one event into the state (text and status)."""
+        match item:
+            case StopRequested():
+                if self.status is Status.QUEUED:
+                    self.status = Status.STOPPED  # it will never start: say so at once
+                elif self.status is Status.GENERATING:
+                    self.status = Status.STOPPING
+            case Started():
+                if self.status is Status.QUEUED:
+                    self.status = Status.GENERATING
+            case TokenEvent(text=piece):
+                self.text += piece
+                if self.status is Status.QUEUED:
+                    self.status = Status.GENERATING
+            case Progress(text=progress):
+                self.text = progress
+                if self.status is Status.QUEUED:
+                    self.status = Status.GENERATING
+            case Done(text=final_text):
+                self.text, self.status = final_text, Status.DONE
+            case Cancelled(text=final_text):
+                self.text, self.status = final_text or self.text, Status.STOPPED
+            case Failed(reason=reason, text=final_text):
+                self.text, self.status, self.detail = final_text or self.text, Status.FAILED, reason
+            case Expired(reason=reason):
+                self.status, self.detail = Status.EXPIRED, reason
+        self._dirty = True
+
+    def contents(self) -> list[MessageContent]:
+        """What each message should show now; the footer goes on the last one."""
+        pieces = split_text(self.text, self.max_chars)
+        footer = footer_for(self.status, self.detail, self.ahead)
+        return [MessageContent(piece) for piece in pieces[:-1]] + [
+            MessageContent(pieces[-1], footer)
+        ]
+
+    async def _publish(self) -> None:
+        """Post or edit whatever differs from what is shown."""
+        self._last_edit_at = self.clock()
+        self._dirty = False
+        try:
+            for index, content in enumerate(self.contents()):
+                if index >= len(self.handles):
+                    after = self.handles[-1] if self.handles else None
+                    self.handles.append(await self.sink.post(content, after))
+                    self._shown.append(content)
+                elif self._shown[index] != content:
+                    await self.sink.edit(self.handles[index], content)
+                    self._shown[index] = content
+        except Exception as error:  # a platform error must not lose the answer: retry later
+            log.warning("message update failed: %s", error)
+            self._dirty = True

@@ -1,0 +1,279 @@
+"""The one module that talks aio-pika: connection, topology, publishing and consuming.
+
+Channels by role:
+- ``confirm``: requests, cancels and dead letters; persistent and publisher-confirmed.
+- ``stream``: reply events; no confirms, so the engine never waits for the broker per token.
+- ``requests``: consumes the request queue with ``prefetch_count=1`` (one job at a time).
+- ``control``: consumes cancels, expired requests and replies, never behind a request.
+
+The connection is robust: after a drop aio-pika reconnects and re-declares what was declared
+here and restarts the consumers. Nothing here purges; the engine purges once, from ``main()``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from datetime import timedelta
+
+import aio_pika
+from aio_pika.abc import (
+    AbstractExchange,
+    AbstractIncomingMessage,
+    AbstractQueue,
+    AbstractRobustChannel,
+    AbstractRobustConnection,
+)
+from pydantic import BaseModel
+from yarl import URL
+
+from broker.protocol import (
+    CONTENT_TYPE,
+    ERROR_HEADER,
+    REQUEST_ROUTING_KEY,
+    TERMINAL_TYPES,
+    Cancel,
+    Names,
+    Request,
+    encode,
+)
+from config.settings import Settings
+
+log = logging.getLogger(__name__)
+
+Delivery = AbstractIncomingMessage
+Handler = Callable[[Delivery], Awaitable[None]]
+
+DEAD_QUEUE_MAX_LENGTH = 10_000
+IDLE_QUEUE_EXPIRES_MS = 3_600_000  # a reply/cancel queue nobody uses is dropped after an hour
+
+
+class BrokerUnavailable(ConnectionError):
+    """RabbitMQ cannot be reached; the message names the host, never the password."""
+
+
+def safe_url(url: str) -> str:
+    """The broker URL with any password masked, for messages and logs."""
+    parsed = URL(url)
+    return str(parsed.with_password("***")) if parsed.password else str(parsed)
+
+
+class Broker:
+    """A robust connection to RabbitMQ with Concierge's topology declared on it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.names = Names(settings.prefix)
+        self._connection: AbstractRobustConnection | None = None
+        self._confirm: AbstractRobustChannel | None = None
+        self._stream: AbstractRobustChannel | None = None
+        self._control: AbstractRobustChannel | None = None
+        self._requests_channel: AbstractRobustChannel | None = None
+        self._exchanges: dict[str, AbstractExchange] = {}
+        self._request_consumer: tuple[AbstractQueue, str] | None = None
+
+    async def connect(self) -> Broker:
+        url = self.settings.broker_url.get_secret_value()
+        full_url = URL(url).update_query(heartbeat=self.settings.heartbeat_s)
+        try:
+            self._connection = await aio_pika.connect_robust(
+                full_url, timeout=self.settings.connect_timeout_s
+            )
+        except Exception as error:
+            raise BrokerUnavailable(
+                f"cannot reach RabbitMQ at {safe_url(url)}: {type(error).__name__}"
+            ) from None
+        self._confirm = await self._channel(publisher_confirms=True)
+        self._stream = await self._channel(publisher_confirms=False)
+        self._control = await self._channel(publisher_confirms=False)
+        await self._control.set_qos(prefetch_count=100)
+        await self._declare_core()
+        return self
+
+    async def close(self) -> None:
+        if self._connection is not None:
+            await self._connection.close()
+            self._connection = None
+
+    async def __aenter__(self) -> Broker:
+        return await self.connect()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    @property
+    def connection(self) -> AbstractRobustConnection:
+        assert self._connection is not None, "call connect() first"
+        return self._connection
+
+    async def _channel(self, *, publisher_confirms: bool) -> AbstractRobustChannel:
+        channel = await self.connection.channel(publisher_confirms=publisher_confirms)
+        return channel  # type: ignore[return-value]
+
+    # --- topology -----------------------------------------------------------------------
+
+    async def _declare_core(self) -> None:
+        """Exchanges and the shared queues; idempotent, so every process may run it."""
+        names, channel = self.names, self._confirm
+        assert channel is not None
+        direct, fanout = aio_pika.ExchangeType.DIRECT, aio_pika.ExchangeType.FANOUT
+        request_x = await channel.declare_exchange(names.request_exchange, direct, durable=True)
+        expired_x = await channel.declare_exchange(names.expired_exchange, fanout, durable=True)
+        reply_x = await channel.declare_exchange(names.reply_exchange, direct, durable=True)
+        cancel_x = await channel.declare_exchange(names.cancel_exchange, fanout, durable=True)
+        self._exchanges = {"request": request_x, "reply": reply_x, "cancel": cancel_x}
+
+        requests = await channel.declare_queue(
+            names.request_queue,
+            durable=True,
+            arguments={"x-dead-letter-exchange": names.expired_exchange},
+        )
+        await requests.bind(request_x, REQUEST_ROUTING_KEY)
+        expired = await channel.declare_queue(names.expired_queue, durable=True)
+        await expired.bind(expired_x)
+        await channel.declare_queue(
+            names.dead_queue, durable=True, arguments={"x-max-length": DEAD_QUEUE_MAX_LENGTH}
+        )
+
+    # --- publishing ---------------------------------------------------------------------
+
+    async def send_request(self, request: Request) -> None:
+        """Publish a persistent, confirmed request whose AMQP TTL matches its deadline."""
+        ttl = max(request.deadline - request.sent_at, 0.001)
+        message = aio_pika.Message(
+            encode(request),
+            content_type=CONTENT_TYPE,
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            expiration=timedelta(seconds=ttl),
+            message_id=request.session_id,
+            reply_to=request.reply_to,
+            type=request.type,
+        )
+        await self._exchanges["request"].publish(message, routing_key=REQUEST_ROUTING_KEY)
+
+    async def send_cancel(self, cancel: Cancel) -> None:
+        message = aio_pika.Message(
+            encode(cancel),
+            content_type=CONTENT_TYPE,
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            expiration=timedelta(seconds=self.settings.request_ttl_s),
+            message_id=cancel.session_id,
+            type=cancel.type,
+        )
+        await self._exchanges["cancel"].publish(message, routing_key="")
+
+    async def send_event(self, event: BaseModel, reply_to: str) -> None:
+        """Publish a reply event to the asking bot's queue, without waiting for a confirm."""
+        event_type = str(getattr(event, "type", ""))
+        persistent = event_type in TERMINAL_TYPES
+        message = aio_pika.Message(
+            encode(event),
+            content_type=CONTENT_TYPE,
+            delivery_mode=(
+                aio_pika.DeliveryMode.PERSISTENT
+                if persistent
+                else aio_pika.DeliveryMode.NOT_PERSISTENT
+            ),
+            correlation_id=str(getattr(event, "session_id", "")),
+            type=event_type,
+        )
+        assert self._stream is not None
+        reply_x = await self._stream.get_exchange(self.names.reply_exchange, ensure=False)
+        await reply_x.publish(message, routing_key=reply_to)
+
+    async def send_dead(self, delivery: Delivery, reason: str) -> None:
+        """Park a message we cannot use in the dead-letter queue, with the reason in a header."""
+        headers = dict(delivery.headers or {})
+        headers[ERROR_HEADER] = reason[:500]
+        headers["x-concierge-source"] = delivery.routing_key or ""
+        message = aio_pika.Message(
+            delivery.body,
+            content_type=delivery.content_type,
+            headers=headers,
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        )
+        assert self._confirm is not None
+        await self._confirm.default_exchange.publish(message, routing_key=self.names.dead_queue)
+
+    # --- queues -------------------------------------------------------------------------
+
+    async def request_queue_depth(self) -> int:
+        """Requests waiting (not counting the one being answered)."""
+        assert self._control is not None
+        queue = await self._control.declare_queue(self.names.request_queue, passive=True)
+        return queue.declaration_result.message_count or 0
+
+    async def purge_requests(self) -> int:
+        """Drop every waiting request. Only the engine's ``main()`` calls this, once."""
+        assert self._confirm is not None
+        queue = await self._confirm.get_queue(self.names.request_queue, ensure=False)
+        result = await queue.purge()
+        return int(result.message_count or 0)
+
+    # --- consuming ----------------------------------------------------------------------
+
+    async def consume_requests(self, handler: Handler) -> None:
+        """Deliver requests one at a time (``prefetch_count=1``) on a channel of their own."""
+        if self._requests_channel is None:
+            self._requests_channel = await self._channel(publisher_confirms=False)
+            await self._requests_channel.set_qos(prefetch_count=1)
+        queue = await self._requests_channel.get_queue(self.names.request_queue, ensure=False)
+        self._request_consumer = (queue, await queue.consume(handler))
+
+    async def pause_requests(self) -> None:
+        """Stop taking requests (during a long rescrape whose delivery was already acked)."""
+        if self._request_consumer is not None:
+            queue, tag = self._request_consumer
+            self._request_consumer = None
+            await queue.cancel(tag)
+
+    async def consume_cancels(self, engine_name: str, handler: Handler) -> None:
+        """One durable cancel queue per engine worker, bound to the cancel fanout."""
+        assert self._control is not None
+        queue = await self._control.declare_queue(
+            self.names.cancel_queue(engine_name),
+            durable=True,
+            arguments={
+                "x-expires": IDLE_QUEUE_EXPIRES_MS,
+                "x-message-ttl": int(self.settings.request_ttl_s * 1000),
+            },
+        )
+        await queue.bind(self.names.cancel_exchange)
+        await queue.consume(handler)
+
+    async def consume_expired(self, handler: Handler) -> None:
+        """Requests whose TTL ran out in the queue, so the engine can tell their askers."""
+        assert self._control is not None
+        queue = await self._control.get_queue(self.names.expired_queue, ensure=False)
+        await queue.consume(handler)
+
+    async def consume_replies(self, bot_id: str, handler: Handler, *, durable: bool) -> None:
+        """The bot process's own reply queue.
+
+        ``durable`` keeps events for a bot that restarts under the same id (they wait an hour);
+        otherwise the queue lives and dies with this connection.
+        """
+        assert self._control is not None
+        name = self.names.reply_queue(bot_id)
+        if durable:
+            queue = await self._control.declare_queue(
+                name, durable=True, arguments={"x-expires": IDLE_QUEUE_EXPIRES_MS}
+            )
+        else:
+            queue = await self._control.declare_queue(name, exclusive=True, auto_delete=True)
+        await queue.bind(self.names.reply_exchange, routing_key=bot_id)
+        await queue.consume(handler)
+
+    async def delete_all(self) -> None:
+        """Remove the shared queues and exchanges of this prefix (tests and uninstall)."""
+        assert self._confirm is not None
+        names = self.names
+        for queue in (names.request_queue, names.expired_queue, names.dead_queue):
+            await self._confirm.queue_delete(queue)
+        for exchange in (
+            names.request_exchange,
+            names.expired_exchange,
+            names.reply_exchange,
+            names.cancel_exchange,
+        ):
+            await self._confirm.exchange_delete(exchange)

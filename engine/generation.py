@@ -1,0 +1,81 @@
+"""The token loop: runs in a worker thread, checks ``cancelled_sessions`` every token.
+
+It never waits for the broker: each piece is handed to the event loop with
+``call_soon_threadsafe`` and published from there.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from engine.cancelled import CancelledSessions
+from engine.llm import Backend, ChatMessage, GenerationStopped
+
+
+@dataclass
+class Generation:
+    """What one answer produced, and why it ended."""
+
+    session_id: str
+    time_limit_at: float  # time.monotonic() past which the answer is stopped
+    pieces: list[str] = field(default_factory=list)
+    piece_times: list[float] = field(default_factory=list)  # time.monotonic() of each piece
+    started_at: float = field(default_factory=time.monotonic)
+    finished_at: float | None = None
+    abandoned: bool = False  # set by the worker on shutdown; the loop stops at the next token
+    stopped_by_cancel: bool = False
+    stopped_by_time_limit: bool = False
+
+    @property
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+    @property
+    def tokens(self) -> int:
+        return len(self.pieces)
+
+    @property
+    def first_token_at(self) -> float | None:
+        return self.piece_times[0] if self.piece_times else None
+
+    def tokens_after(self, moment: float | None) -> int:
+        """How many pieces were handed on after ``moment`` (when the cancel arrived)."""
+        if moment is None:
+            return 0
+        return sum(1 for emitted_at in self.piece_times if emitted_at > moment)
+
+
+def run_token_loop(
+    backend: Backend,
+    messages: list[ChatMessage],
+    generation: Generation,
+    cancelled: CancelledSessions,
+    emit: Callable[[str], None],
+) -> Generation:
+    """Generate until done, cancelled or out of time; ``emit`` gets every piece kept."""
+
+    def should_stop() -> bool:
+        return (
+            generation.abandoned
+            or generation.session_id in cancelled
+            or time.monotonic() > generation.time_limit_at
+        )
+
+    stopped = False
+    try:
+        for piece in backend.stream(messages, should_stop):
+            if should_stop():
+                stopped = True
+                break
+            generation.pieces.append(piece)
+            generation.piece_times.append(time.monotonic())
+            emit(piece)
+    except GenerationStopped:
+        stopped = True
+    generation.finished_at = time.monotonic()
+    if stopped and not generation.abandoned:
+        generation.stopped_by_cancel = generation.session_id in cancelled
+        generation.stopped_by_time_limit = not generation.stopped_by_cancel
+    return generation

@@ -1,0 +1,51 @@
+"""Starting and stopping the engine: load the model, connect, purge once, serve until stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from broker.amqp import Broker
+from config.settings import Settings
+from engine.llm import Backend, ModelOptions, load_backend
+from engine.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+def model_options(settings: Settings) -> ModelOptions:
+    return ModelOptions(
+        path=settings.resolved_model_path(),
+        context_size=settings.context_size,
+        threads=settings.threads,
+        max_tokens=settings.max_tokens,
+        temperature=settings.temperature,
+        seed=settings.seed,
+    )
+
+
+async def run_engine(
+    settings: Settings,
+    stop: asyncio.Event,
+    *,
+    backend: Backend | None = None,
+    started: asyncio.Event | None = None,
+) -> Worker:
+    """Serve requests until ``stop`` is set; return the worker (its counters) when done.
+
+    The request queue is purged here, once, before consuming (unless ``purge_on_start`` is
+    off): a reconnect later re-declares the topology but never purges.
+    """
+    backend = backend or await asyncio.to_thread(load_backend, model_options(settings))
+    async with Broker(settings) as broker:
+        if settings.purge_on_start:
+            purged = await broker.purge_requests()
+            log.info("purged %d stale request(s) at startup", purged)
+        worker = Worker(settings, broker, backend)
+        await worker.start()
+        log.info("engine %s ready", settings.engine_name)
+        if started is not None:
+            started.set()
+        await stop.wait()
+        await worker.stop()
+    return worker

@@ -1,0 +1,55 @@
+"""Publishing one session's reply events in order, and relaying tokens from the thread."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from broker.amqp import Broker
+from broker.protocol import Request, TokenEvent
+
+log = logging.getLogger(__name__)
+
+
+class Replies:
+    """The reply stream of one request: numbers every event and routes it to the asker."""
+
+    def __init__(self, broker: Broker, request: Request) -> None:
+        self.broker = broker
+        self.session_id = request.session_id
+        self.reply_to = request.reply_to
+        self._seq = 0
+
+    async def send(self, event_class: type[Any], **fields: Any) -> None:
+        event = event_class(session_id=self.session_id, seq=self._seq, **fields)
+        self._seq += 1
+        try:
+            await self.broker.send_event(event, self.reply_to)
+        except Exception as error:  # the asker may be gone; the engine must go on
+            log.warning("session %s: reply not sent: %s", self.session_id, error)
+
+
+class TokenRelay:
+    """Carries tokens from the generation thread to the event loop without ever blocking it.
+
+    ``emit`` is called in the thread and only schedules a put; ``pump`` publishes in order.
+    """
+
+    def __init__(self, replies: Replies) -> None:
+        self.replies = replies
+        self._loop = asyncio.get_running_loop()
+        self._pieces: asyncio.Queue[str | None] = asyncio.Queue()
+        self._pump = asyncio.create_task(self._publish_all())
+
+    def emit(self, piece: str) -> None:
+        self._loop.call_soon_threadsafe(self._pieces.put_nowait, piece)
+
+    async def close(self) -> None:
+        """Publish what is left, then return."""
+        self._pieces.put_nowait(None)
+        await self._pump
+
+    async def _publish_all(self) -> None:
+        while (piece := await self._pieces.get()) is not None:
+            await self.replies.send(TokenEvent, text=piece)

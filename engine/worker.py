@@ -1,0 +1,244 @@
+"""The engine worker: takes requests one at a time, answers them, honours cancels at once.
+
+Three consumers: requests (``prefetch_count=1``), cancels (their own queue, never behind
+requests) and expired requests (dead-lettered by their TTL, so the asker can be told).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from broker.amqp import Broker, Delivery
+from broker.protocol import (
+    Cancelled,
+    Done,
+    Expired,
+    Failed,
+    ProtocolError,
+    Request,
+    Started,
+    decode_cancel,
+    decode_request,
+)
+from config.settings import Settings
+from engine.cancelled import CancelledSessions
+from engine.generation import Generation, run_token_loop
+from engine.llm import Backend, ChatMessage
+from engine.replies import Replies, TokenRelay
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+PromptBuilder = Callable[[Request], list[ChatMessage]]
+RescrapeJob = Callable[[Request, Replies, Callable[[], bool]], Awaitable[None]]
+
+INTERRUPTED = "interrupted: the engine stopped while answering; please ask again"
+
+
+class Worker:
+    """Answers requests from the queue with ``backend``; one job at a time."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        broker: Broker,
+        backend: Backend,
+        *,
+        build_prompt: PromptBuilder | None = None,
+        rescrape: RescrapeJob | None = None,
+    ) -> None:
+        self.settings = settings
+        self.broker = broker
+        self.backend = backend
+        self.build_prompt = build_prompt or self._plain_prompt
+        self.rescrape = rescrape
+        self.cancelled = CancelledSessions(
+            settings.cancelled_sessions_max, settings.cancelled_sessions_ttl_s
+        )
+        self.jobs_done = 0
+        self._current: Generation | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    async def start(self) -> None:
+        await self.broker.consume_cancels(self.settings.engine_name, self.on_cancel)
+        await self.broker.consume_expired(self.on_expired)
+        await self.broker.consume_requests(self.on_request)
+
+    async def stop(self, grace_s: float = 10.0) -> None:
+        """Take no more requests; let the current answer finish, or stop it after ``grace_s``."""
+        await self.broker.pause_requests()
+        try:
+            await asyncio.wait_for(self._idle.wait(), grace_s)
+        except TimeoutError:
+            if self._current is not None:
+                self._current.abandoned = True
+            await self._idle.wait()
+
+    # --- consumers ----------------------------------------------------------------------
+
+    async def on_cancel(self, delivery: Delivery) -> None:
+        cancel = await self._decode_or_bury(delivery, decode_cancel)
+        if cancel is not None:
+            self.cancelled.add(cancel.session_id)
+            log.info("session %s: cancel received", cancel.session_id)
+            await delivery.ack()
+
+    async def on_expired(self, delivery: Delivery) -> None:
+        request = await self._decode_or_bury(delivery, decode_request)
+        if request is not None:
+            log.info("session %s: expired in the queue", request.session_id)
+            waited = int(time.time() - request.sent_at)
+            reason = f"waited {waited} s in the queue, past its time to live"
+            await Replies(self.broker, request).send(Expired, reason=reason)
+            await delivery.ack()
+
+    async def on_request(self, delivery: Delivery) -> None:
+        request = await self._decode_or_bury(delivery, decode_request)
+        if request is None:
+            return
+        self._idle.clear()
+        try:
+            if request.type == "rescrape":
+                await delivery.ack()  # a rescrape may outlast RabbitMQ's consumer timeout
+                await self.broker.pause_requests()
+            finished = await self._serve(request, redelivered=delivery.redelivered)
+        finally:
+            self._idle.set()
+        await asyncio.shield(self._settle(delivery, request, finished))
+
+    async def _settle(self, delivery: Delivery, request: Request, finished: bool) -> None:
+        """Ack what was finished; hand back what was not (a graceful stop mid-answer)."""
+        self.jobs_done += 1
+        try:
+            if request.type == "rescrape":
+                await self.broker.consume_requests(self.on_request)
+            elif finished:
+                await delivery.ack()
+            else:
+                await delivery.reject(requeue=True)
+        except Exception as error:  # the channel may have closed; the broker redelivers
+            log.warning("session %s: not settled: %s", request.session_id, error)
+
+    async def _decode_or_bury(
+        self, delivery: Delivery, decode: Callable[[bytes, str | None], T]
+    ) -> T | None:
+        """Decode a message, or move it to the dead-letter queue with the reason."""
+        try:
+            return decode(delivery.body, delivery.content_type)
+        except ProtocolError as error:
+            log.warning("malformed message on %s: %s", delivery.routing_key, error.reason)
+            await self.broker.send_dead(delivery, error.reason)
+            await delivery.ack()
+            return None
+
+    # --- serving one request ------------------------------------------------------------
+
+    async def _serve(self, request: Request, *, redelivered: bool) -> bool:
+        """Run one request to a terminal event; False if it was interrupted by a shutdown."""
+        replies = Replies(self.broker, request)
+        refusal = self._refusal(request, redelivered)
+        if refusal is not None:
+            event_class, fields = refusal
+            await replies.send(event_class, **fields)
+            return True
+        await replies.send(Started, waited_s=max(0.0, time.time() - request.sent_at))
+        log.info("session %s: started (%s)", request.session_id, request.type)
+        if request.type == "rescrape":
+            await self._run_rescrape(request, replies)
+            return True
+        return await self._answer(request, replies)
+
+    def _refusal(
+        self, request: Request, redelivered: bool
+    ) -> tuple[type[Any], dict[str, Any]] | None:
+        """The terminal event for a request that must not start, if it is one."""
+        if redelivered:
+            return Failed, {"reason": INTERRUPTED}
+        if request.session_id in self.cancelled:
+            return Cancelled, {}
+        if time.time() > request.deadline:
+            waited = int(time.time() - request.sent_at)
+            return Expired, {"reason": f"waited {waited} s, past its deadline"}
+        limit = self.settings.max_question_chars
+        if len(request.question) > limit:
+            return Failed, {"reason": f"question too long: {len(request.question)} > {limit}"}
+        return None
+
+    async def _answer(self, request: Request, replies: Replies) -> bool:
+        limit_s = self.settings.answer_time_limit_s
+        generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
+        self._current = generation
+        relay = TokenRelay(replies)
+        try:
+            await asyncio.to_thread(
+                run_token_loop,
+                self.backend,
+                self.build_prompt(request),
+                generation,
+                self.cancelled,
+                relay.emit,
+            )
+        except Exception as error:
+            log.exception("session %s: generation failed", request.session_id)
+            await relay.close()
+            await replies.send(Failed, reason=f"generation failed: {error}", text=generation.text)
+            return True
+        finally:
+            self._current = None
+        await relay.close()
+        await replies.send(*self._outcome(generation))
+        return not generation.abandoned
+
+    def _outcome(self, generation: Generation) -> tuple[type[Any], dict[str, Any]]:
+        text, tokens = generation.text, generation.tokens
+        if generation.abandoned:
+            return Failed, {"reason": INTERRUPTED, "text": text}
+        if generation.stopped_by_cancel:
+            received_at = self.cancelled.received_at(generation.session_id)
+            latency = (generation.finished_at or 0) - received_at if received_at else None
+            return Cancelled, {
+                "text": text,
+                "tokens": tokens,
+                "tokens_after_cancel": generation.tokens_after(received_at),
+                "stop_latency_s": latency,
+            }
+        if generation.stopped_by_time_limit:
+            limit = self.settings.answer_time_limit_s
+            return Failed, {"reason": f"time limit of {limit:g} s reached", "text": text}
+        return Done, self._done_fields(generation)
+
+    @staticmethod
+    def _done_fields(generation: Generation) -> dict[str, Any]:
+        finished = generation.finished_at or time.monotonic()
+        first = generation.first_token_at
+        decode_s = finished - first if first is not None else 0.0
+        return {
+            "text": generation.text,
+            "tokens": generation.tokens,
+            "ttft_s": first - generation.started_at if first is not None else None,
+            "tokens_per_s": (generation.tokens - 1) / decode_s if decode_s > 0 else None,
+            "elapsed_s": finished - generation.started_at,
+        }
+
+    async def _run_rescrape(self, request: Request, replies: Replies) -> None:
+        if self.rescrape is None:
+            await replies.send(Failed, reason="no knowledge base is configured on this engine")
+            return
+        session_id = request.session_id
+        deadline = time.monotonic() + self.settings.rescrape_time_limit_s
+
+        def should_stop() -> bool:
+            return session_id in self.cancelled or time.monotonic() > deadline
+
+        await self.rescrape(request, replies, should_stop)
+
+    def _plain_prompt(self, request: Request) -> list[ChatMessage]:
+        return [
+            ChatMessage("system", self.settings.system_prompt),
+            ChatMessage("user", request.question),
+        ]

