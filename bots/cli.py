@@ -48,9 +48,9 @@ async def up_command(settings: Settings) -> int:
     from engine.main import run_engine
 
     stop = asyncio.Event()
-    started = asyncio.Event()
-    engine = asyncio.create_task(run_engine(settings, stop, started=started))
-    await _first_of(started.wait(), engine)
+    ready: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+    engine = asyncio.create_task(run_engine(settings, stop, ready=ready))  # type: ignore[arg-type]
+    await _first_of(ready, engine)
     adapters = _configured_adapters(settings)
     if adapters:
         _stop_on_signals(stop)

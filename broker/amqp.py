@@ -12,6 +12,7 @@ here and restarts the consumers. Nothing here purges; the engine purges once, fr
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
@@ -24,6 +25,7 @@ from aio_pika.abc import (
     AbstractRobustChannel,
     AbstractRobustConnection,
 )
+from aiormq.exceptions import AMQPConnectionError, ChannelInvalidStateError
 from pydantic import BaseModel
 from yarl import URL
 
@@ -71,10 +73,11 @@ class Broker:
         self._requests_channel: AbstractRobustChannel | None = None
         self._exchanges: dict[str, AbstractExchange] = {}
         self._request_consumer: tuple[AbstractQueue, str] | None = None
+        self._request_queue: AbstractQueue | None = None
 
     async def connect(self) -> Broker:
         url = self.settings.broker_url.get_secret_value()
-        full_url = URL(url).update_query(heartbeat=self.settings.heartbeat_s)
+        full_url = URL(url).update_query(heartbeat=self.settings.heartbeat_s, reconnect_interval=1)
         try:
             self._connection = await aio_pika.connect_robust(
                 full_url, timeout=self.settings.connect_timeout_s
@@ -123,16 +126,22 @@ class Broker:
         cancel_x = await channel.declare_exchange(names.cancel_exchange, fanout, durable=True)
         self._exchanges = {"request": request_x, "reply": reply_x, "cancel": cancel_x}
 
-        requests = await channel.declare_queue(
-            names.request_queue,
-            durable=True,
-            arguments={"x-dead-letter-exchange": names.expired_exchange},
-        )
+        requests = await self._declare_request_queue(channel)
         await requests.bind(request_x, REQUEST_ROUTING_KEY)
+        self._request_queue = requests
         expired = await channel.declare_queue(names.expired_queue, durable=True)
         await expired.bind(expired_x)
         await channel.declare_queue(
             names.dead_queue, durable=True, arguments={"x-max-length": DEAD_QUEUE_MAX_LENGTH}
+        )
+
+    async def _declare_request_queue(self, channel: AbstractRobustChannel) -> AbstractQueue:
+        """Declared (not just looked up) on each channel that uses it, so that after a
+        reconnect aio-pika restores the queue and its consumers on that channel too."""
+        return await channel.declare_queue(
+            self.names.request_queue,
+            durable=True,
+            arguments={"x-dead-letter-exchange": self.names.expired_exchange},
         )
 
     # --- publishing ---------------------------------------------------------------------
@@ -149,7 +158,7 @@ class Broker:
             reply_to=request.reply_to,
             type=request.type,
         )
-        await self._exchanges["request"].publish(message, routing_key=REQUEST_ROUTING_KEY)
+        await self._publish(self._confirm, self._exchanges["request"], message, REQUEST_ROUTING_KEY)
 
     async def send_cancel(self, cancel: Cancel) -> None:
         message = aio_pika.Message(
@@ -160,7 +169,7 @@ class Broker:
             message_id=cancel.session_id,
             type=cancel.type,
         )
-        await self._exchanges["cancel"].publish(message, routing_key="")
+        await self._publish(self._confirm, self._exchanges["cancel"], message, "")
 
     async def send_event(self, event: BaseModel, reply_to: str) -> None:
         """Publish a reply event to the asking bot's queue, without waiting for a confirm."""
@@ -193,21 +202,40 @@ class Broker:
             delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
         )
         assert self._confirm is not None
-        await self._confirm.default_exchange.publish(message, routing_key=self.names.dead_queue)
+        exchange = self._confirm.default_exchange
+        await self._publish(self._confirm, exchange, message, self.names.dead_queue)
+
+    async def _publish(
+        self,
+        channel: AbstractRobustChannel | None,
+        exchange: AbstractExchange,
+        message: aio_pika.Message,
+        routing_key: str,
+    ) -> None:
+        """Publish, and if the connection is being restored, wait for it and try once more.
+
+        Without this a stop pressed during a reconnect would be lost.
+        """
+        assert channel is not None
+        try:
+            await exchange.publish(message, routing_key=routing_key)
+        except (AMQPConnectionError, ChannelInvalidStateError, RuntimeError) as error:
+            log.info("publish failed (%s); waiting for the connection", type(error).__name__)
+            await asyncio.wait_for(channel.ready(), self.settings.connect_timeout_s)
+            await exchange.publish(message, routing_key=routing_key)
 
     # --- queues -------------------------------------------------------------------------
 
     async def request_queue_depth(self) -> int:
         """Requests waiting (not counting the one being answered)."""
-        assert self._control is not None
-        queue = await self._control.declare_queue(self.names.request_queue, passive=True)
-        return queue.declaration_result.message_count or 0
+        assert self._request_queue is not None
+        declared = await self._request_queue.declare()  # a fresh count, not a cached one
+        return declared.message_count or 0
 
     async def purge_requests(self) -> int:
         """Drop every waiting request. Only the engine's ``main()`` calls this, once."""
-        assert self._confirm is not None
-        queue = await self._confirm.get_queue(self.names.request_queue, ensure=False)
-        result = await queue.purge()
+        assert self._request_queue is not None
+        result = await self._request_queue.purge()
         return int(result.message_count or 0)
 
     # --- consuming ----------------------------------------------------------------------
@@ -217,7 +245,7 @@ class Broker:
         if self._requests_channel is None:
             self._requests_channel = await self._channel(publisher_confirms=False)
             await self._requests_channel.set_qos(prefetch_count=1)
-        queue = await self._requests_channel.get_queue(self.names.request_queue, ensure=False)
+        queue = await self._declare_request_queue(self._requests_channel)
         self._request_consumer = (queue, await queue.consume(handler))
 
     async def pause_requests(self) -> None:
@@ -244,7 +272,7 @@ class Broker:
     async def consume_expired(self, handler: Handler) -> None:
         """Requests whose TTL ran out in the queue, so the engine can tell their askers."""
         assert self._control is not None
-        queue = await self._control.get_queue(self.names.expired_queue, ensure=False)
+        queue = await self._control.declare_queue(self.names.expired_queue, durable=True)
         await queue.consume(handler)
 
     async def consume_replies(self, bot_id: str, handler: Handler, *, durable: bool) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from engine.cancelled import CancelledSessions
-from engine.llm import Backend, ChatMessage, GenerationStopped
+from engine.llm import Backend, ChatMessage, GenerationLimits, GenerationStopped
 
 
 @dataclass
@@ -53,6 +53,7 @@ def run_token_loop(
     generation: Generation,
     cancelled: CancelledSessions,
     emit: Callable[[str], None],
+    limits: GenerationLimits,
 ) -> Generation:
     """Generate until done, cancelled or out of time; ``emit`` gets every piece kept."""
 
@@ -65,7 +66,7 @@ def run_token_loop(
 
     stopped = False
     try:
-        for piece in backend.stream(messages, should_stop):
+        for piece in backend.stream(messages, should_stop, limits):
             if should_stop():
                 stopped = True
                 break

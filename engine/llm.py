@@ -33,7 +33,9 @@ class GenerationStopped(Exception):
 
 
 class Backend(Protocol):
-    def stream(self, messages: list[ChatMessage], should_stop: ShouldStop) -> Iterator[str]:
+    def stream(
+        self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
+    ) -> Iterator[str]:
         """Yield the answer piece by piece; stop early once ``should_stop()`` is true."""
         ...
 
@@ -45,9 +47,13 @@ class ModelOptions:
     path: Path
     context_size: int = 2048
     threads: int | None = None
+    seed: int = -1
+
+
+@dataclass(frozen=True)
+class GenerationLimits:
     max_tokens: int = 512
     temperature: float = 0.2
-    seed: int = -1
 
 
 class LlamaBackend:
@@ -84,13 +90,15 @@ class LlamaBackend:
     def count_tokens(self, text: str) -> int:
         return len(self.llm.tokenize(text.encode(), add_bos=False, special=False))
 
-    def stream(self, messages: list[ChatMessage], should_stop: ShouldStop) -> Iterator[str]:
+    def stream(
+        self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
+    ) -> Iterator[str]:
         self._should_stop = should_stop
         try:
             chunks: Any = self.llm.create_chat_completion(
                 messages=[message.as_dict() for message in messages],  # type: ignore[misc]
-                max_tokens=self.options.max_tokens,
-                temperature=self.options.temperature,
+                max_tokens=limits.max_tokens,
+                temperature=limits.temperature,
                 stream=True,
             )
             for chunk in chunks:

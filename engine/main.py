@@ -18,8 +18,6 @@ def model_options(settings: Settings) -> ModelOptions:
         path=settings.resolved_model_path(),
         context_size=settings.context_size,
         threads=settings.threads,
-        max_tokens=settings.max_tokens,
-        temperature=settings.temperature,
         seed=settings.seed,
     )
 
@@ -29,7 +27,7 @@ async def run_engine(
     stop: asyncio.Event,
     *,
     backend: Backend | None = None,
-    started: asyncio.Event | None = None,
+    ready: asyncio.Future[Worker] | None = None,
 ) -> Worker:
     """Serve requests until ``stop`` is set; return the worker (its counters) when done.
 
@@ -44,8 +42,8 @@ async def run_engine(
         worker = Worker(settings, broker, backend)
         await worker.start()
         log.info("engine %s ready", settings.engine_name)
-        if started is not None:
-            started.set()
+        if ready is not None:
+            ready.set_result(worker)
         await stop.wait()
         await worker.stop()
     return worker

@@ -20,6 +20,7 @@ class Replies:
         self.session_id = request.session_id
         self.reply_to = request.reply_to
         self._seq = 0
+        self._send_failed = False
 
     async def send(self, event_class: type[Any], **fields: Any) -> None:
         event = event_class(session_id=self.session_id, seq=self._seq, **fields)
@@ -27,7 +28,9 @@ class Replies:
         try:
             await self.broker.send_event(event, self.reply_to)
         except Exception as error:  # the asker may be gone; the engine must go on
-            log.warning("session %s: reply not sent: %s", self.session_id, error)
+            level = logging.DEBUG if self._send_failed else logging.WARNING
+            log.log(level, "session %s: reply not sent: %s", self.session_id, error)
+            self._send_failed = True
 
 
 class TokenRelay:

@@ -27,7 +27,7 @@ from broker.protocol import (
 from config.settings import Settings
 from engine.cancelled import CancelledSessions
 from engine.generation import Generation, run_token_loop
-from engine.llm import Backend, ChatMessage
+from engine.llm import Backend, ChatMessage, GenerationLimits
 from engine.replies import Replies, TokenRelay
 
 log = logging.getLogger(__name__)
@@ -63,6 +63,9 @@ class Worker:
         self._current: Generation | None = None
         self._idle = asyncio.Event()
         self._idle.set()
+        # prefetch_count=1 already serialises deliveries, but after a reconnect the broker
+        # redelivers while the old job may still run: the model must never serve two at once.
+        self._one_job_at_a_time = asyncio.Lock()
 
     async def start(self) -> None:
         await self.broker.consume_cancels(self.settings.engine_name, self.on_cancel)
@@ -99,14 +102,21 @@ class Worker:
 
     async def on_request(self, delivery: Delivery) -> None:
         request = await self._decode_or_bury(delivery, decode_request)
-        if request is None:
-            return
+        if request is not None:
+            async with self._one_job_at_a_time:
+                await self._handle(delivery, request)
+
+    async def _handle(self, delivery: Delivery, request: Request) -> None:
         self._idle.clear()
         try:
             if request.type == "rescrape":
                 await delivery.ack()  # a rescrape may outlast RabbitMQ's consumer timeout
                 await self.broker.pause_requests()
             finished = await self._serve(request, redelivered=delivery.redelivered)
+        except Exception as error:  # a bug must end in a visible state, not in silence
+            log.exception("session %s: request failed", request.session_id)
+            await Replies(self.broker, request).send(Failed, reason=f"engine error: {error}")
+            finished = True
         finally:
             self._idle.set()
         await asyncio.shield(self._settle(delivery, request, finished))
@@ -174,15 +184,19 @@ class Worker:
         generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
         self._current = generation
         relay = TokenRelay(replies)
-        try:
-            await asyncio.to_thread(
+        thread = asyncio.ensure_future(
+            asyncio.to_thread(
                 run_token_loop,
                 self.backend,
                 self.build_prompt(request),
                 generation,
                 self.cancelled,
                 relay.emit,
+                GenerationLimits(self.settings.max_tokens, self.settings.temperature),
             )
+        )
+        try:
+            await _outlive_cancellation(thread, generation)
         except Exception as error:
             log.exception("session %s: generation failed", request.session_id)
             await relay.close()
@@ -191,7 +205,8 @@ class Worker:
         finally:
             self._current = None
         await relay.close()
-        await replies.send(*self._outcome(generation))
+        event_class, fields = self._outcome(generation)
+        await replies.send(event_class, **fields)
         return not generation.abandoned
 
     def _outcome(self, generation: Generation) -> tuple[type[Any], dict[str, Any]]:
@@ -242,3 +257,14 @@ class Worker:
             ChatMessage("system", self.settings.system_prompt),
             ChatMessage("user", request.question),
         ]
+
+
+async def _outlive_cancellation(thread: asyncio.Future[Generation], generation: Generation) -> None:
+    """Wait for the generation thread; if this task is cancelled (its channel closed), stop the
+    thread and still wait for it, so the model never runs two generations at once."""
+    try:
+        await asyncio.shield(thread)
+    except asyncio.CancelledError:
+        generation.abandoned = True
+        await thread
+        raise

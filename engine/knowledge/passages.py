@@ -1,0 +1,41 @@
+"""Split an article into passages at indexing time, so one passage fits a small context.
+
+Sizes are in characters, not words: Japanese text has no spaces to count.
+"""
+
+from __future__ import annotations
+
+import re
+
+PASSAGE_MAX_CHARS = 1200  # about 200 English words
+SENTENCE_END_RE = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s*")  # and Japanese ones
+
+
+def split_passages(text: str, max_chars: int = PASSAGE_MAX_CHARS) -> list[str]:
+    """Pack whole paragraphs (else sentences, else hard cuts) into passages of max_chars."""
+    passages: list[str] = []
+    current = ""
+    for piece in _pieces(text, max_chars):
+        if current and len(current) + 1 + len(piece) > max_chars:
+            passages.append(current)
+            current = ""
+        current = f"{current}\n{piece}" if current else piece
+    if current:
+        passages.append(current)
+    return passages
+
+
+def _pieces(text: str, max_chars: int) -> list[str]:
+    """Paragraphs no longer than max_chars, breaking long ones at sentence ends."""
+    pieces: list[str] = []
+    for paragraph in filter(None, (line.strip() for line in text.splitlines())):
+        if len(paragraph) <= max_chars:
+            pieces.append(paragraph)
+            continue
+        for sentence in filter(None, SENTENCE_END_RE.split(paragraph)):
+            pieces.extend(_hard_cut(sentence, max_chars))
+    return pieces
+
+
+def _hard_cut(sentence: str, max_chars: int) -> list[str]:
+    return [sentence[i : i + max_chars] for i in range(0, len(sentence), max_chars)]

@@ -1,0 +1,187 @@
+"""End to end through the real broker and the real model: ask, stream, cancel, expire, purge."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aio_pika
+
+from bots.client import ConciergeClient
+from broker.amqp import Broker
+from broker.protocol import (
+    ERROR_HEADER,
+    REQUEST_ROUTING_KEY,
+    Cancelled,
+    Done,
+    Expired,
+    Started,
+    TokenEvent,
+    make_request,
+)
+from config.settings import Settings
+from engine.llm import Backend
+from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
+from tests.helpers import collect, token_text, wait_for_tokens
+
+
+async def test_a_question_is_answered_with_streamed_tokens(
+    engine: RunningEngine, client: ConciergeClient
+) -> None:
+    session = await client.ask("What is the capital of France?", user_id="u1")
+    events = await collect(session)
+    assert isinstance(events[0], Started)
+    assert isinstance(events[-1], Done)
+    tokens = [event for event in events if isinstance(event, TokenEvent)]
+    assert len(tokens) == events[-1].tokens > 0
+    assert token_text(events) == events[-1].text
+    assert [event.seq for event in events] == list(range(len(events)))
+    assert events[-1].ttft_s is not None and events[-1].ttft_s > 0
+
+
+async def test_a_cancel_mid_answer_stops_within_two_tokens(
+    settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    settings = settings.model_copy(update={"max_tokens": 400})
+    engine = await start_engine(settings, backend)
+    async with ConciergeClient(settings, "test") as client:
+        session = await client.ask(LONG_QUESTION, user_id="u1")
+        await wait_for_tokens(session, 5)
+        await client.cancel(session, "u1")
+        end = (await collect(session))[-1]
+    await engine.stop()
+    assert isinstance(end, Cancelled)
+    assert end.tokens_after_cancel <= 2
+    assert end.tokens < 400
+    assert end.stop_latency_s is not None and end.stop_latency_s < 1.0
+
+
+async def test_a_request_cancelled_while_queued_generates_no_token(
+    settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    settings = settings.model_copy(update={"max_tokens": 400})
+    engine = await start_engine(settings, backend)
+    async with ConciergeClient(settings, "test") as client:
+        running = await client.ask(LONG_QUESTION, user_id="u1")
+        await wait_for_tokens(running, 1)
+        queued = await client.ask("And what about dogs?", user_id="u2")
+        await client.cancel(queued, "u2")
+        await client.cancel(running, "u1")
+        queued_events = await collect(queued)
+        await collect(running)
+    await engine.stop()
+    assert len(queued_events) == 1
+    assert isinstance(queued_events[0], Cancelled)
+    assert queued_events[0].tokens == 0
+
+
+async def test_a_request_that_outlives_its_ttl_in_the_queue_expires(
+    settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    settings = settings.model_copy(update={"max_tokens": 400})
+    engine = await start_engine(settings, backend)
+    async with ConciergeClient(settings, "test") as client:
+        running = await client.ask(LONG_QUESTION, user_id="u1")
+        await wait_for_tokens(running, 1)
+        short_lived = ConciergeClient(settings.model_copy(update={"request_ttl_s": 0.2}), "t")
+        short_lived.broker, short_lived.sessions = client.broker, client.sessions
+        short_lived.bot_id = client.bot_id
+        doomed = await short_lived.ask("Too late?", user_id="u2")
+        doomed_events = await collect(doomed)
+        await client.cancel(running, "u1")
+        await collect(running)
+    await engine.stop()
+    assert [type(event) for event in doomed_events] == [Expired]
+    assert "time to live" in doomed_events[0].reason
+
+
+async def test_the_startup_purge_drops_stale_requests_once_and_a_reconnect_does_not(
+    settings: Settings, backend: Backend, broker: Broker, client: ConciergeClient
+) -> None:
+    stale = await client.ask("stale question", user_id="u0")
+    assert await broker.request_queue_depth() == 1
+    engine = await start_engine(settings.model_copy(update={"max_tokens": 400}), backend)
+    assert await broker.request_queue_depth() == 0
+    assert stale.items.empty()
+
+    running = await client.ask(LONG_QUESTION, user_id="u1")
+    await wait_for_tokens(running, 1)
+    waiting = await client.ask("What is two plus two?", user_id="u2")
+    assert await broker.request_queue_depth() == 1
+    closer = await asyncio.create_subprocess_exec(
+        "rabbitmqctl", "-q", "close_all_connections", "test"
+    )
+    assert await closer.wait() == 0
+    await client.cancel(running, "u1")
+    waiting_events = await collect(waiting)
+    await engine.stop()
+    # The queued request survived the reconnect and was answered. (Events sent while the
+    # client's exclusive reply queue was being re-created may be lost; Done carries the text.)
+    assert isinstance(waiting_events[-1], Done), waiting_events[-1]
+    assert waiting_events[-1].tokens > 0
+
+
+async def test_a_malformed_message_is_dead_lettered_and_the_next_request_answered(
+    engine: RunningEngine, client: ConciergeClient, broker: Broker, settings: Settings
+) -> None:
+    channel = await broker.connection.channel()
+    exchange = await channel.get_exchange(broker.names.request_exchange)
+    await exchange.publish(
+        aio_pika.Message(b"\xff not json", content_type="application/json"),
+        routing_key=REQUEST_ROUTING_KEY,
+    )
+    session = await client.ask("Say hello.", user_id="u1")
+    events = await collect(session)
+    assert isinstance(events[-1], Done)
+    dead_queue = await channel.get_queue(broker.names.dead_queue)
+    dead = await dead_queue.get(timeout=5)
+    assert dead.body == b"\xff not json"
+    assert "invalid request" in str(dead.headers[ERROR_HEADER])
+    await channel.close()
+
+
+async def test_a_request_past_its_deadline_is_expired_not_answered(
+    engine: RunningEngine, client: ConciergeClient, broker: Broker
+) -> None:
+    request = make_request(reply_to=client.bot_id, user_id="u", question="late", ttl_s=30)
+    late = request.model_copy(update={"deadline": request.sent_at - 1})
+    from bots.session import Session
+
+    session = Session(late, timeout_s=30)
+    client.sessions.add(session)
+    await broker.send_request(late)
+    events = await collect(session)
+    assert [type(event) for event in events] == [Expired]
+
+
+async def test_cancels_do_not_wait_behind_queued_requests(
+    settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    settings = settings.model_copy(update={"max_tokens": 400})
+    engine = await start_engine(settings, backend)
+    async with ConciergeClient(settings, "test") as client:
+        running = await client.ask(LONG_QUESTION, user_id="u1")
+        await wait_for_tokens(running, 1)
+        behind = [await client.ask(f"Question {n}", user_id="u2") for n in range(5)]
+        await client.cancel(running, "u1")
+        end = (await collect(running))[-1]
+        for session in behind:
+            await client.cancel(session, "u2")
+        for session in behind:
+            await collect(session)
+    await engine.stop()
+    assert isinstance(end, Cancelled)
+    assert end.tokens_after_cancel <= 2
+
+
+async def test_waiting_on_the_engine_keeps_the_event_loop_free(
+    engine: RunningEngine, client: ConciergeClient
+) -> None:
+    session = await client.ask(LONG_QUESTION, user_id="u1")
+    ticks = 0
+    while session.items.empty() or ticks < 3:
+        await asyncio.sleep(0)
+        ticks += 1
+        if ticks > 1_000_000:
+            break
+    assert ticks >= 3
+    await collect(session)

@@ -1,0 +1,102 @@
+"""The wire protocol: round trips, and clean rejections of anything else."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from broker.protocol import (
+    MAX_BODY_BYTES,
+    Cancel,
+    Done,
+    Names,
+    ProtocolError,
+    TokenEvent,
+    decode_cancel,
+    decode_event,
+    decode_request,
+    encode,
+    make_request,
+)
+
+
+def test_request_round_trip() -> None:
+    request = make_request(reply_to="bot-1", user_id="42", question="Où est 東京? 🗼", ttl_s=30)
+    decoded = decode_request(encode(request))
+    assert decoded == request
+    assert decoded.deadline == pytest.approx(request.sent_at + 30)
+
+
+def test_events_round_trip_by_type() -> None:
+    token = TokenEvent(session_id="abcdef123456", seq=3, text="ﬁ\u0301 שלום")
+    done = Done(
+        session_id="abcdef123456",
+        seq=4,
+        text="x",
+        tokens=1,
+        ttft_s=0.1,
+        tokens_per_s=None,
+        elapsed_s=0.2,
+    )
+    assert decode_event(encode(token)) == token
+    assert decode_event(encode(done)) == done
+
+
+def test_cancel_round_trip() -> None:
+    cancel = Cancel(session_id="abcdef123456", sent_at=1.0, user_id="u")
+    assert decode_cancel(encode(cancel)) == cancel
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "reason"),
+    [
+        (b"not json", "application/json", "invalid request"),
+        (b'{"v": 2}', "application/json", "v:"),
+        (b"{}", "text/plain", "content type"),
+        (b"{" + b" " * MAX_BODY_BYTES + b"}", "application/json", "exceeds"),
+    ],
+)
+def test_bad_requests_are_rejected_with_a_reason(
+    body: bytes, content_type: str, reason: str
+) -> None:
+    with pytest.raises(ProtocolError) as caught:
+        decode_request(body, content_type)
+    assert reason in caught.value.reason
+
+
+def test_unknown_fields_and_wrong_types_are_rejected() -> None:
+    good = json.loads(encode(make_request(reply_to="b", user_id="u", question="q", ttl_s=1)))
+    with pytest.raises(ProtocolError, match="surprise: Extra inputs"):
+        decode_request(json.dumps({**good, "surprise": 1}).encode())
+    with pytest.raises(ProtocolError, match="question"):
+        decode_request(json.dumps({**good, "question": 5}).encode())
+    with pytest.raises(ProtocolError, match="session_id"):
+        decode_request(json.dumps({**good, "session_id": "../etc"}).encode())
+
+
+@given(st.binary(max_size=2000))
+def test_arbitrary_bytes_never_escape_as_anything_but_protocol_error(body: bytes) -> None:
+    for decode in (decode_request, decode_cancel, decode_event):
+        try:
+            decode(body)
+        except ProtocolError:
+            pass
+
+
+def test_every_name_carries_the_prefix() -> None:
+    names = Names("p1")
+    every = [
+        names.request_exchange,
+        names.request_queue,
+        names.expired_exchange,
+        names.expired_queue,
+        names.dead_queue,
+        names.reply_exchange,
+        names.cancel_exchange,
+        names.reply_queue("bot"),
+        names.cancel_queue("engine"),
+    ]
+    assert all(name.startswith("p1.") for name in every)
