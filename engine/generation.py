@@ -21,6 +21,7 @@ class Generation:
     session_id: str
     time_limit_at: float  # time.monotonic() past which the answer is stopped
     pieces: list[str] = field(default_factory=list)
+    appendix: str = ""  # added after a complete answer (its sources); not a model token
     piece_times: list[float] = field(default_factory=list)  # time.monotonic() of each piece
     started_at: float = field(default_factory=time.monotonic)
     finished_at: float | None = None
@@ -29,8 +30,12 @@ class Generation:
     stopped_by_time_limit: bool = False
 
     @property
+    def finished_naturally(self) -> bool:
+        return not (self.abandoned or self.stopped_by_cancel or self.stopped_by_time_limit)
+
+    @property
     def text(self) -> str:
-        return "".join(self.pieces)
+        return "".join(self.pieces) + self.appendix
 
     @property
     def tokens(self) -> int:

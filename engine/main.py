@@ -8,6 +8,7 @@ import logging
 from broker.amqp import Broker
 from config.settings import Settings
 from engine.llm import Backend, ModelOptions, load_backend
+from engine.site_knowledge import SiteKnowledge
 from engine.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,14 @@ async def run_engine(
         if settings.purge_on_start:
             purged = await broker.purge_requests()
             log.info("purged %d stale request(s) at startup", purged)
-        worker = Worker(settings, broker, backend)
+        knowledge = SiteKnowledge(settings)
+        worker = Worker(
+            settings,
+            broker,
+            backend,
+            build_prompt=knowledge.build_prompt,
+            rescrape=knowledge.rescrape,
+        )
         await worker.start()
         log.info("engine %s ready", settings.engine_name)
         if ready is not None:

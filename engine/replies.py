@@ -50,7 +50,8 @@ class TokenRelay:
 
     async def close(self) -> None:
         """Publish what is left, then return."""
-        self._pieces.put_nowait(None)
+        # Through the same callback queue as ``emit``, so the end never overtakes a piece.
+        self._loop.call_soon_threadsafe(self._pieces.put_nowait, None)
         await self._pump
 
     async def _publish_all(self) -> None:

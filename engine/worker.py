@@ -29,11 +29,12 @@ from engine.cancelled import CancelledSessions
 from engine.generation import Generation, run_token_loop
 from engine.llm import Backend, ChatMessage, GenerationLimits
 from engine.replies import Replies, TokenRelay
+from engine.site_knowledge import Prompt
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-PromptBuilder = Callable[[Request], list[ChatMessage]]
+PromptBuilder = Callable[[Request], Prompt]
 RescrapeJob = Callable[[Request, Replies, Callable[[], bool]], Awaitable[None]]
 
 INTERRUPTED = "interrupted: the engine stopped while answering; please ask again"
@@ -183,12 +184,13 @@ class Worker:
         limit_s = self.settings.answer_time_limit_s
         generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
         self._current = generation
+        prompt = self.build_prompt(request)
         relay = TokenRelay(replies)
         thread = asyncio.ensure_future(
             asyncio.to_thread(
                 run_token_loop,
                 self.backend,
-                self.build_prompt(request),
+                prompt.messages,
                 generation,
                 self.cancelled,
                 relay.emit,
@@ -204,6 +206,9 @@ class Worker:
             return True
         finally:
             self._current = None
+        if prompt.appendix and generation.finished_naturally:
+            generation.appendix = prompt.appendix  # the links of the articles it was given
+            relay.emit(prompt.appendix)
         await relay.close()
         event_class, fields = self._outcome(generation)
         await replies.send(event_class, **fields)
@@ -252,11 +257,13 @@ class Worker:
 
         await self.rescrape(request, replies, should_stop)
 
-    def _plain_prompt(self, request: Request) -> list[ChatMessage]:
-        return [
-            ChatMessage("system", self.settings.system_prompt),
-            ChatMessage("user", request.question),
-        ]
+    def _plain_prompt(self, request: Request) -> Prompt:
+        return Prompt(
+            [
+                ChatMessage("system", self.settings.system_prompt),
+                ChatMessage("user", request.question),
+            ]
+        )
 
 
 async def _outlive_cancellation(thread: asyncio.Future[Generation], generation: Generation) -> None:

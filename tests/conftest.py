@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,8 @@ from config.settings import Settings, load_settings
 from engine.llm import Backend, load_backend
 from engine.main import model_options, run_engine
 from engine.worker import Worker
+from tests.site_fixture import FakeSite, ForeignSite
+from tests.site_fixture import start as start_site
 
 LONG_QUESTION = "Write a very long, detailed story about a cat who travels around the world."
 
@@ -29,7 +32,40 @@ def backend() -> Iterator[Backend]:
 
 
 @pytest.fixture
-def settings() -> Settings:
+async def foreign() -> AsyncIterator[tuple[ForeignSite, str]]:
+    """A host the site redirects to and that must never be fetched; it records any request."""
+    site = ForeignSite()
+    server = await start_site(site.app())
+    yield site, f"http://localhost:{server.port}"
+    await server.close()
+
+
+@pytest.fixture
+async def site(foreign: tuple[ForeignSite, str]) -> AsyncIterator[FakeSite]:
+    """The team's site, served locally: sitemaps, a feed, articles in English and Japanese."""
+    fake = FakeSite(foreign_base=foreign[1])
+    server = await start_site(fake.app())
+    fake.base = f"http://127.0.0.1:{server.port}"
+    yield fake
+    await server.close()
+
+
+@pytest.fixture
+def site_settings(settings: Settings, site: FakeSite, tmp_path: Path) -> Settings:
+    """Broker settings plus a knowledge base (in ``tmp_path``) that reads the local site."""
+    return settings.model_copy(
+        update={
+            "kb_path": tmp_path / "kb.sqlite3",
+            "site_sitemap_url": f"{site.base}/sitemap_index.xml",
+            "site_allowed_hosts": ["127.0.0.1"],
+            "scrape_delay_s": 0.01,
+            "scrape_timeout_s": 5.0,
+        }
+    )
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
     """Settings whose broker names are unique to this test."""
     return load_settings(
         prefix=f"test-{uuid.uuid4().hex[:12]}",
@@ -39,6 +75,7 @@ def settings() -> Settings:
         edit_interval_s=0.05,
         request_ttl_s=60,
         reply_timeout_s=60,
+        kb_path=tmp_path / "empty-kb.sqlite3",
     )
 
 

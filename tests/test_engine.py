@@ -14,6 +14,7 @@ from broker.protocol import (
     Cancelled,
     Done,
     Expired,
+    Progress,
     Started,
     TokenEvent,
     make_request,
@@ -22,6 +23,7 @@ from config.settings import Settings
 from engine.llm import Backend
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.helpers import collect, token_text, wait_for_tokens
+from tests.site_fixture import FakeSite
 
 
 async def test_a_question_is_answered_with_streamed_tokens(
@@ -32,7 +34,10 @@ async def test_a_question_is_answered_with_streamed_tokens(
     assert isinstance(events[0], Started)
     assert isinstance(events[-1], Done)
     tokens = [event for event in events if isinstance(event, TokenEvent)]
-    assert len(tokens) == events[-1].tokens > 0
+    # every model token, then the note that the knowledge base is still empty
+    assert len(tokens) == events[-1].tokens + 1
+    assert events[-1].tokens > 0
+    assert "no articles yet" in tokens[-1].text
     assert token_text(events) == events[-1].text
     assert [event.seq for event in events] == list(range(len(events)))
     assert events[-1].ttft_s is not None and events[-1].ttft_s > 0
@@ -185,3 +190,23 @@ async def test_waiting_on_the_engine_keeps_the_event_loop_free(
             break
     assert ticks >= 3
     await collect(session)
+
+
+async def test_an_answer_from_the_knowledge_base_cites_its_article(
+    site_settings: Settings, backend: Backend, broker: Broker, site: FakeSite
+) -> None:
+    engine = await start_engine(site_settings, backend)
+    question = "How long is the widget warranty?"
+    async with ConciergeClient(site_settings, "test") as client:
+        before = await collect(await client.ask(question, user_id="u1"))
+        rescrape = await collect(await client.ask("", user_id="admin", kind="rescrape"))
+        after = await collect(await client.ask(question, user_id="u1"))
+    await engine.stop()
+    assert "no articles yet" in before[-1].text
+    assert any(isinstance(event, Progress) for event in rescrape)
+    assert isinstance(rescrape[-1], Done)
+    assert "Rescrape done" in rescrape[-1].text
+    assert isinstance(after[-1], Done)
+    assert "Sources:" in after[-1].text
+    assert f"{site.base}/articles/widgets" in after[-1].text
+    assert token_text(after) == after[-1].text

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
@@ -26,26 +26,9 @@ from engine.knowledge import (
     select_passages,
 )
 from engine.knowledge.discover import parse_feed
-from tests.site_fixture import FakeSite, ForeignSite, start
+from tests.site_fixture import FakeSite, ForeignSite
 
 ALLOWED_ARTICLES = {"widgets", "gears", "tokyo-office", "holidays"}
-
-
-@pytest.fixture
-async def foreign() -> AsyncIterator[tuple[ForeignSite, str]]:
-    site = ForeignSite()
-    server = await start(site.app())
-    yield site, f"http://localhost:{server.port}"
-    await server.close()
-
-
-@pytest.fixture
-async def site(foreign: tuple[ForeignSite, str]) -> AsyncIterator[FakeSite]:
-    fake = FakeSite(foreign_base=foreign[1])
-    server = await start(fake.app())
-    fake.base = f"http://127.0.0.1:{server.port}"
-    yield fake
-    await server.close()
 
 
 @pytest.fixture
