@@ -160,7 +160,12 @@ class Broker:
         )
         await self._publish(self._confirm, self._exchanges["request"], message, REQUEST_ROUTING_KEY)
 
-    async def send_cancel(self, cancel: Cancel) -> None:
+    async def send_cancel(self, cancel: Cancel, *, fifo_trap: bool = False) -> None:
+        """Publish a cancel on the cancel exchange, which no queued request can delay.
+
+        ``fifo_trap=True`` puts it in the request queue instead, behind every waiting request:
+        the design this project avoids, kept only so ``concierge bench cancel`` can compare.
+        """
         message = aio_pika.Message(
             encode(cancel),
             content_type=CONTENT_TYPE,
@@ -169,7 +174,11 @@ class Broker:
             message_id=cancel.session_id,
             type=cancel.type,
         )
-        await self._publish(self._confirm, self._exchanges["cancel"], message, "")
+        if fifo_trap:
+            exchange, routing_key = self._exchanges["request"], REQUEST_ROUTING_KEY
+        else:
+            exchange, routing_key = self._exchanges["cancel"], ""
+        await self._publish(self._confirm, exchange, message, routing_key)
 
     async def send_event(self, event: BaseModel, reply_to: str) -> None:
         """Publish a reply event to the asking bot's queue, without waiting for a confirm."""

@@ -102,6 +102,9 @@ class Worker:
             await delivery.ack()
 
     async def on_request(self, delivery: Delivery) -> None:
+        if delivery.type == "cancel":
+            await self.on_cancel(delivery)  # the FIFO trap: honoured only when it is reached
+            return
         request = await self._decode_or_bury(delivery, decode_request)
         if request is not None:
             async with self._one_job_at_a_time:
