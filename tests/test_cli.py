@@ -1,0 +1,127 @@
+"""The ``concierge`` command as a user runs it: ask, chat, Ctrl+C, no broker, bad config."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from broker.amqp import Broker
+from config.settings import Settings
+from engine.llm import Backend
+from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CONCIERGE_")}
+    env.update(CONCIERGE_PREFIX=settings.prefix, CONCIERGE_KB_PATH=str(settings.kb_path))
+    env.update(extra)
+    return env
+
+
+async def concierge(*args: str, env: dict[str, str]) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bots.cli",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
+
+
+async def test_ask_streams_the_answer_and_exits_zero(
+    engine: RunningEngine, settings: Settings
+) -> None:
+    process = await concierge("ask", "What is the capital of France?", env=cli_env(settings))
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, stderr.decode()
+    assert stdout.decode().strip()
+    assert "done" in stderr.decode()
+
+
+async def test_ask_json_prints_every_event_as_one_line(
+    engine: RunningEngine, settings: Settings
+) -> None:
+    process = await concierge("ask", "Say hello.", "--json", env=cli_env(settings))
+    stdout, _ = await asyncio.wait_for(process.communicate(), 60)
+    events = [json.loads(line) for line in stdout.decode().splitlines()]
+    assert process.returncode == 0
+    assert events[0]["type"] == "started"
+    assert events[-1]["type"] == "done"
+    tokens = "".join(event["text"] for event in events if event["type"] == "token")
+    assert tokens == events[-1]["text"]
+
+
+async def test_ctrl_c_during_an_answer_cancels_it_and_exits_130(
+    settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    engine = await start_engine(settings.model_copy(update={"max_tokens": 400}), backend)
+    process = await concierge("ask", LONG_QUESTION, "--json", env=cli_env(settings))
+    assert process.stdout is not None
+    seen_types: list[str] = []
+    while "token" not in seen_types:
+        line = await asyncio.wait_for(process.stdout.readline(), 60)
+        assert line, "the answer ended before any token"
+        seen_types.append(json.loads(line)["type"])
+    process.send_signal(signal.SIGINT)
+    rest, stderr = await asyncio.wait_for(process.communicate(), 60)
+    last = json.loads(rest.decode().splitlines()[-1])
+    await engine.stop()
+    assert process.returncode == 130
+    assert last["type"] == "cancelled"
+    assert last["tokens"] < 400
+    assert "stopped" in stderr.decode()
+
+
+async def test_chat_answers_each_line_and_leaves_on_end_of_input(
+    engine: RunningEngine, settings: Settings
+) -> None:
+    process = await concierge("chat", env=cli_env(settings))
+    stdout, stderr = await asyncio.wait_for(
+        process.communicate(b"What is two plus two?\nName a colour.\n"), 90
+    )
+    assert process.returncode == 0, stderr.decode()
+    assert stderr.decode().count("done ·") == 2
+    assert stdout.decode().strip()
+
+
+async def test_no_broker_is_a_clear_error_without_the_password(settings: Settings) -> None:
+    env = cli_env(settings, CONCIERGE_BROKER_URL="amqp://guest:s3cret-pw@127.0.0.1:1/")
+    process = await concierge("ask", "hello?", env=env)
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 69
+    assert "cannot reach RabbitMQ at amqp://guest:***@127.0.0.1:1/" in stderr.decode()
+    assert "s3cret-pw" not in stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "field"),
+    [
+        ("CONCIERGE_REQUEST_TTL_S", "-1", "request_ttl_s"),
+        ("CONCIERGE_BROKER_URL", "http://nope", "broker_url"),
+        ("CONCIERGE_MODEL_PATH", "/no/such/model.gguf", "model_path"),
+    ],
+)
+async def test_bad_config_fails_at_start_naming_the_field(
+    settings: Settings, variable: str, value: str, field: str
+) -> None:
+    process = await concierge("ask", "hello?", env=cli_env(settings, **{variable: value}))
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 78
+    assert field in stderr.decode()
+    assert f"CONCIERGE_{field.upper()}" in stderr.decode()
+
+
+async def test_broker_fixture_is_isolated(broker: Broker, settings: Settings) -> None:
+    assert broker.names.request_queue == f"{settings.prefix}.request"

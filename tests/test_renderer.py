@@ -1,0 +1,209 @@
+"""The shared renderer: throttled edits, exact text across splits, visible end states.
+
+A recording sink stands in for a platform (it is the adapter's half of the contract); the
+events are real protocol models put on a real session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from itertools import pairwise
+from typing import Any
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from bots.renderer import MessageContent, Renderer, Status, split_text
+from bots.session import Session, StopRequested
+from broker.protocol import Cancelled, Done, Expired, Started, TokenEvent, make_request
+
+SESSION_ID = "abcdef0123456789"
+
+
+class RecordingSink:
+    """Keeps every message's current content and the time of every call."""
+
+    def __init__(self) -> None:
+        self.messages: list[MessageContent] = []
+        self.calls: list[tuple[str, float]] = []
+        self.replied_to: list[Any] = []
+
+    async def post(self, content: MessageContent, after: Any | None) -> int:
+        self.messages.append(content)
+        self.replied_to.append(after)
+        self.calls.append(("post", time.monotonic()))
+        return len(self.messages) - 1
+
+    async def edit(self, handle: int, content: MessageContent) -> None:
+        self.messages[handle] = content
+        self.calls.append(("edit", time.monotonic()))
+
+    def text(self) -> str:
+        return "".join(message.body for message in self.messages)
+
+
+def new_session(timeout_s: float = 5.0) -> Session:
+    request = make_request(reply_to="bot", user_id="u", question="q", ttl_s=30)
+    request = request.model_copy(update={"session_id": SESSION_ID})
+    return Session(request, timeout_s=timeout_s)
+
+
+def feed_answer(session: Session, pieces: list[str]) -> str:
+    session.items.put_nowait(Started(session_id=SESSION_ID, seq=0, waited_s=0))
+    for seq, piece in enumerate(pieces, start=1):
+        session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=seq, text=piece))
+    text = "".join(pieces)
+    session.items.put_nowait(
+        Done(
+            session_id=SESSION_ID,
+            seq=len(pieces) + 1,
+            text=text,
+            tokens=len(pieces),
+            ttft_s=0.1,
+            tokens_per_s=10,
+            elapsed_s=1,
+        )
+    )
+    return text
+
+
+@given(st.text(max_size=3000), st.integers(min_value=5, max_value=500))
+def test_split_text_keeps_every_character_within_the_limit(text: str, limit: int) -> None:
+    pieces = split_text(text, limit)
+    assert "".join(pieces) == text
+    assert all(len(piece) <= limit for piece in pieces)
+    assert all(pieces[:-1])
+
+
+@given(st.text(min_size=1, max_size=2000), st.integers(min_value=5, max_value=300))
+def test_earlier_pieces_never_change_as_the_text_grows(text: str, limit: int) -> None:
+    final = split_text(text, limit)
+    for end in range(0, len(text), 37):
+        partial = split_text(text[:end], limit)
+        assert partial[:-1] == final[: len(partial) - 1]
+
+
+async def test_edits_are_throttled_and_the_final_text_is_exact() -> None:
+    sink = RecordingSink()
+    session = new_session()
+    interval = 0.05
+    renderer = Renderer(sink, max_chars=2000, edit_interval_s=interval)
+    pieces = [f"word{n} " for n in range(100)]
+
+    async def produce() -> None:  # tokens arrive over time, as from the engine
+        session.items.put_nowait(Started(session_id=SESSION_ID, seq=0, waited_s=0))
+        for seq, piece in enumerate(pieces, start=1):
+            await asyncio.sleep(0.002)
+            session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=seq, text=piece))
+        text = "".join(pieces)
+        session.items.put_nowait(
+            Done(
+                session_id=SESSION_ID,
+                seq=101,
+                text=text,
+                tokens=100,
+                ttft_s=0.1,
+                tokens_per_s=10,
+                elapsed_s=1,
+            )
+        )
+
+    producer = asyncio.create_task(produce())
+    status = await renderer.run(session)
+    await producer
+    assert status is Status.DONE
+    assert sink.text() == "".join(pieces)
+    assert sink.messages[-1].footer == "✅ done"
+    times = [at for _, at in sink.calls]
+    assert len(times) >= 4  # the placeholder, edits while streaming, the final edit
+    assert len(times) < len(pieces) / 2
+    assert all(later - earlier >= interval for earlier, later in pairwise(times[:-1]))
+
+
+async def test_a_long_answer_continues_in_chained_messages_with_exact_text() -> None:
+    sink = RecordingSink()
+    session = new_session()
+    renderer = Renderer(sink, max_chars=100, edit_interval_s=0)
+    pieces = ["日本語のテキスト🙂 ", "`code` ", "@everyone ", "שלום ", "e\u0301 "] * 40
+    text = feed_answer(session, pieces)
+    await renderer.run(session)
+    assert sink.text() == text
+    assert len(sink.messages) == len(split_text(text, 100)) > 1
+    assert all(len(message.body) <= 100 for message in sink.messages)
+    assert sink.replied_to == [None, *range(len(sink.messages) - 1)]
+    assert [bool(message.footer) for message in sink.messages] == [False] * (
+        len(sink.messages) - 1
+    ) + [True]
+
+
+async def test_the_placeholder_says_how_many_are_ahead() -> None:
+    sink = RecordingSink()
+    session = new_session()
+    session.queued_ahead = 3
+    session.items.put_nowait(StopRequested("u"))
+    status = await Renderer(sink, max_chars=100, edit_interval_s=0).run(session)
+    assert sink.calls[0][0] == "post"
+    assert status is Status.STOPPED  # stopped while queued: shown at once
+    assert sink.messages[0].footer == "🛑 stopped"
+
+
+async def test_queued_footer_names_the_queue_position() -> None:
+    sink = RecordingSink()
+    session = new_session(timeout_s=0.01)
+    session.queued_ahead = 3
+    status = await Renderer(sink, max_chars=100, edit_interval_s=0).run(session)
+    assert status is Status.TIMED_OUT
+    assert sink.messages[0].footer.startswith("⏱️ timed out")
+    first_post = sink.calls[0]
+    assert first_post[0] == "post"
+
+
+async def test_stopping_then_stopped_keeps_the_partial_text() -> None:
+    sink = RecordingSink()
+    session = new_session()
+    renderer = Renderer(sink, max_chars=100, edit_interval_s=0)
+    session.items.put_nowait(Started(session_id=SESSION_ID, seq=0, waited_s=0))
+    session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=1, text="Once upon"))
+    session.items.put_nowait(StopRequested("u"))
+    session.items.put_nowait(Cancelled(session_id=SESSION_ID, seq=2, text="Once upon", tokens=1))
+    footers: list[str] = []
+    original_edit = sink.edit
+
+    async def edit_and_note(handle: int, content: MessageContent) -> None:
+        footers.append(content.footer)
+        await original_edit(handle, content)
+
+    sink.edit = edit_and_note  # type: ignore[method-assign]
+    status = await renderer.run(session)
+    assert status is Status.STOPPED
+    assert "🛑 stopping…" in footers
+    assert sink.text() == "Once upon"
+    assert sink.messages[-1].footer == "🛑 stopped"
+
+
+async def test_expiry_is_visible() -> None:
+    sink = RecordingSink()
+    session = new_session()
+    session.items.put_nowait(Expired(session_id=SESSION_ID, seq=0, reason="waited too long"))
+    status = await Renderer(sink, max_chars=100, edit_interval_s=0).run(session)
+    assert status is Status.EXPIRED
+    assert sink.messages[-1].footer == "⌛ expired: waited too long"
+
+
+async def test_a_failing_edit_is_retried_and_nothing_is_lost() -> None:
+    sink = RecordingSink()
+    failures = [RuntimeError("HTTP 500")]
+    original_edit = sink.edit
+
+    async def flaky_edit(handle: int, content: MessageContent) -> None:
+        if failures:
+            raise failures.pop()
+        await original_edit(handle, content)
+
+    sink.edit = flaky_edit  # type: ignore[method-assign]
+    session = new_session()
+    text = feed_answer(session, ["a ", "b ", "c"])
+    await Renderer(sink, max_chars=100, edit_interval_s=0).run(session)
+    assert not failures
+    assert sink.text() == text
