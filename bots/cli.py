@@ -88,6 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
     ask = commands.add_parser("ask", help="ask one question, stream the answer to stdout")
     ask.add_argument("question")
     ask.add_argument("--json", action="store_true", help="print every reply event as JSON")
+    rescrape = commands.add_parser("rescrape", help="rebuild the knowledge base from the site")
+    rescrape.add_argument("--json", action="store_true", help="print every reply event as JSON")
+    kb = commands.add_parser("kb", help="inspect the knowledge base")
+    kb_commands = kb.add_subparsers(dest="kb_command", required=True)
+    kb_commands.add_parser("stats", help="articles, passages, last rescrape, size")
+    search = kb_commands.add_parser("search", help="the passages a question would retrieve")
+    search.add_argument("words")
+    search.add_argument("--limit", type=int, default=5)
     return parser
 
 
@@ -103,7 +111,19 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> Awaitable[int]:
             return terminal.chat(settings)
         case "ask":
             return terminal.ask(settings, args.question, as_json=args.json)
+        case "rescrape":
+            return terminal.ask(settings, "", as_json=args.json, kind="rescrape")
+        case "kb":
+            return _kb(args, settings)
     raise AssertionError(args.command)
+
+
+async def _kb(args: argparse.Namespace, settings: Settings) -> int:
+    from bots.kb_commands import kb_search, kb_stats
+
+    if args.kb_command == "stats":
+        return kb_stats(settings)
+    return kb_search(settings, args.words, args.limit)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,13 +12,21 @@ import getpass
 import signal
 import sys
 from collections.abc import Callable, Coroutine
-from typing import TextIO
+from typing import Literal, TextIO
 
 from rich.console import Console
 
 from bots.client import ConciergeClient
 from bots.session import ReplyTimeout, Session, StopRequested
-from broker.protocol import TERMINAL_TYPES, Cancelled, Done, Expired, Failed, TokenEvent
+from broker.protocol import (
+    TERMINAL_TYPES,
+    Cancelled,
+    Done,
+    Expired,
+    Failed,
+    Progress,
+    TokenEvent,
+)
 from config.settings import Settings
 
 EXIT_OK = 0
@@ -62,6 +70,8 @@ class TerminalAnswer:
     def _print(self, event: object) -> None:
         if self.as_json:
             self.out.write(event.model_dump_json() + "\n")  # type: ignore[attr-defined]
+        elif isinstance(event, Progress):
+            self.err.print(f"[dim]{event.text}[/]")
         elif isinstance(event, TokenEvent):
             self.out.write(event.text)
             self.printed += event.text
@@ -102,11 +112,17 @@ def _on_sigint(callback: Callable[[], None]) -> None:
     asyncio.get_running_loop().add_signal_handler(signal.SIGINT, callback)
 
 
-async def ask(settings: Settings, question: str, *, as_json: bool = False) -> int:
-    """One question; the answer on stdout. Exit 0 on a full answer, 130 when stopped."""
+async def ask(
+    settings: Settings,
+    question: str,
+    *,
+    as_json: bool = False,
+    kind: Literal["ask", "rescrape"] = "ask",
+) -> int:
+    """One question (or a rescrape); the answer on stdout. Exit 0 when done, 130 when stopped."""
     err = Console(stderr=True)
     async with ConciergeClient(settings, "terminal") as client:
-        session = await client.ask(question, user_id=getpass.getuser())
+        session = await client.ask(question, user_id=getpass.getuser(), kind=kind)
         answer = TerminalAnswer(session, sys.stdout, err, as_json=as_json)
         _on_sigint(lambda: _in_background(client.cancel(session, session.user_id)))
         try:

@@ -125,3 +125,25 @@ async def test_bad_config_fails_at_start_naming_the_field(
 
 async def test_broker_fixture_is_isolated(broker: Broker, settings: Settings) -> None:
     assert broker.names.request_queue == f"{settings.prefix}.request"
+
+
+async def test_rescrape_from_the_terminal_then_kb_stats_and_search(
+    site_settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    engine = await start_engine(site_settings, backend)
+    env = cli_env(site_settings, CONCIERGE_SITE_SITEMAP_URL=str(site_settings.site_sitemap_url))
+    env["CONCIERGE_SITE_ALLOWED_HOSTS"] = '["127.0.0.1"]'
+    process = await concierge("rescrape", env=env)
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    await engine.stop()
+    assert process.returncode == 0, stderr.decode()
+    assert "Rescrape done: 3 articles" in stdout.decode()
+    assert "Rescrape:" in stderr.decode()  # progress lines
+
+    stats = await concierge("kb", "stats", env=env)
+    stats_out, _ = await asyncio.wait_for(stats.communicate(), 30)
+    assert "3 articles" in stats_out.decode()  # the sitemap lists three
+    search = await concierge("kb", "search", "widget warranty", env=env)
+    search_out, _ = await asyncio.wait_for(search.communicate(), 30)
+    assert search.returncode == 0
+    assert "/articles/widgets" in search_out.decode()
