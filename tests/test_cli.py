@@ -148,3 +148,25 @@ async def test_rescrape_from_the_terminal_then_kb_stats_and_search(
     search_out, _ = await asyncio.wait_for(search.communicate(), 30)
     assert search.returncode == 0
     assert "/articles/widgets" in search_out.decode()
+
+
+async def test_up_without_platforms_runs_the_engine_with_the_terminal_client(
+    settings: Settings, broker: Broker
+) -> None:
+    env = cli_env(settings, CONCIERGE_MAX_TOKENS="16")
+    process = await concierge("up", env=env)
+    stdout, stderr = await asyncio.wait_for(process.communicate(b"Say hi.\n"), 90)
+    assert process.returncode == 0, stderr.decode()
+    assert "done ·" in stderr.decode()
+    assert stdout.decode().strip()
+
+
+async def test_the_engine_command_stops_cleanly_on_sigterm(
+    settings: Settings, broker: Broker
+) -> None:
+    process = await concierge("engine", env=cli_env(settings))
+    assert process.stderr is not None
+    while b"ready" not in (line := await asyncio.wait_for(process.stderr.readline(), 60)):
+        assert line, "the engine exited before it was ready"
+    process.send_signal(signal.SIGTERM)
+    assert await asyncio.wait_for(process.wait(), 30) == 0
