@@ -107,7 +107,6 @@ class Settings(BaseSettings):
 
     # --- logging ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    log_json: bool = False
 
     @field_validator("broker_url")
     @classmethod
