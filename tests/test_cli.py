@@ -170,3 +170,22 @@ async def test_the_engine_command_stops_cleanly_on_sigterm(
         assert line, "the engine exited before it was ready"
     process.send_signal(signal.SIGTERM)
     assert await asyncio.wait_for(process.wait(), 30) == 0
+
+
+async def test_ctrl_c_in_chat_stops_the_answer_and_the_prompt_returns(
+    settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    engine = await start_engine(settings.model_copy(update={"max_tokens": 400}), backend)
+    process = await concierge("chat", env=cli_env(settings))
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(f"{LONG_QUESTION}\n".encode())
+    await process.stdin.drain()
+    assert await asyncio.wait_for(process.stdout.read(1), 60)  # the answer is streaming
+    process.send_signal(signal.SIGINT)
+    process.stdin.write(b"Say hi.\n")
+    process.stdin.close()
+    _, stderr = await asyncio.wait_for(process.communicate(), 90)
+    await engine.stop()
+    assert process.returncode == 0
+    assert "stopped" in stderr.decode()
+    assert "done ·" in stderr.decode()  # the next question was still answered

@@ -14,6 +14,7 @@ from broker.protocol import (
     Cancelled,
     Done,
     Expired,
+    Failed,
     Progress,
     Started,
     TokenEvent,
@@ -210,3 +211,35 @@ async def test_an_answer_from_the_knowledge_base_cites_its_article(
     assert "Sources:" in after[-1].text
     assert f"{site.base}/articles/widgets" in after[-1].text
     assert token_text(after) == after[-1].text
+
+
+async def test_a_cancel_during_prompt_processing_stops_it_before_any_token(
+    settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    settings = settings.model_copy(update={"max_tokens": 400, "max_question_chars": 20_000})
+    engine = await start_engine(settings, backend)
+    long_prompt = " ".join(f"Item {n} is on shelf {n % 7}." for n in range(150))
+    async with ConciergeClient(settings, "test") as client:
+        session = await client.ask(long_prompt + " Which shelf holds item 42?", user_id="u1")
+        first = await session.next_item(60)
+        assert isinstance(first, Started)
+        await client.cancel(session, "u1")
+        events = await collect(session)
+    await engine.stop()
+    end = events[-1]
+    assert isinstance(end, Cancelled)
+    assert end.tokens == 0  # it never got past the prompt
+    assert end.stop_latency_s is not None and end.stop_latency_s < 2.0
+
+
+async def test_an_answer_past_its_time_limit_fails_with_the_reason(
+    settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    settings = settings.model_copy(update={"max_tokens": 400, "answer_time_limit_s": 0.3})
+    engine = await start_engine(settings, backend)
+    async with ConciergeClient(settings, "test") as client:
+        events = await collect(await client.ask(LONG_QUESTION, user_id="u1"))
+    await engine.stop()
+    assert isinstance(events[-1], Failed)
+    assert events[-1].reason == "time limit of 0.3 s reached"
+    assert events[-1].text == token_text(events)
