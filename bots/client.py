@@ -41,14 +41,19 @@ class ConciergeClient:
         await self.close()
 
     async def ask(
-        self, question: str, user_id: str, kind: Literal["ask", "rescrape"] = "ask"
+        self,
+        question: str,
+        user_id: str,
+        kind: Literal["ask", "rescrape"] = "ask",
+        *,
+        ttl_s: float | None = None,
     ) -> Session:
         """Queue a request and return its session; ``queued_ahead`` says how many wait before it."""
         request = make_request(
             reply_to=self.bot_id,
             user_id=user_id,
             question=question,
-            ttl_s=self.settings.request_ttl_s,
+            ttl_s=ttl_s or self.settings.request_ttl_s,
             kind=kind,
             platform=self.platform,
         )

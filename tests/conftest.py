@@ -127,6 +127,16 @@ async def engine(
 
 
 @pytest.fixture
+async def long_engine(
+    settings: Settings, backend: Backend, broker: Broker
+) -> AsyncIterator[RunningEngine]:
+    """An engine whose answers may run to 400 tokens: long enough to cancel one midway."""
+    running = await start_engine(settings.model_copy(update={"max_tokens": 400}), backend)
+    yield running
+    await running.stop()
+
+
+@pytest.fixture
 async def client(settings: Settings, broker: Broker) -> AsyncIterator[ConciergeClient]:
     async with ConciergeClient(settings, "test") as connected:
         yield connected

@@ -45,16 +45,12 @@ async def test_a_question_is_answered_with_streamed_tokens(
 
 
 async def test_a_cancel_mid_answer_stops_within_two_tokens(
-    settings: Settings, backend: Backend, broker: Broker
+    long_engine: RunningEngine, client: ConciergeClient, settings: Settings
 ) -> None:
-    settings = settings.model_copy(update={"max_tokens": 400})
-    engine = await start_engine(settings, backend)
-    async with ConciergeClient(settings, "test") as client:
-        session = await client.ask(LONG_QUESTION, user_id="u1")
-        await wait_for_tokens(session, 5)
-        await client.cancel(session, "u1")
-        end = (await collect(session))[-1]
-    await engine.stop()
+    session = await client.ask(LONG_QUESTION, user_id="u1")
+    await wait_for_tokens(session, 5)
+    await client.cancel(session, "u1")
+    end = (await collect(session))[-1]
     assert isinstance(end, Cancelled)
     assert end.tokens_after_cancel <= 2
     assert end.tokens < 400
@@ -62,40 +58,29 @@ async def test_a_cancel_mid_answer_stops_within_two_tokens(
 
 
 async def test_a_request_cancelled_while_queued_generates_no_token(
-    settings: Settings, backend: Backend, broker: Broker
+    long_engine: RunningEngine, client: ConciergeClient, settings: Settings
 ) -> None:
-    settings = settings.model_copy(update={"max_tokens": 400})
-    engine = await start_engine(settings, backend)
-    async with ConciergeClient(settings, "test") as client:
-        running = await client.ask(LONG_QUESTION, user_id="u1")
-        await wait_for_tokens(running, 1)
-        queued = await client.ask("And what about dogs?", user_id="u2")
-        await client.cancel(queued, "u2")
-        await client.cancel(running, "u1")
-        queued_events = await collect(queued)
-        await collect(running)
-    await engine.stop()
+    running = await client.ask(LONG_QUESTION, user_id="u1")
+    await wait_for_tokens(running, 1)
+    queued = await client.ask("And what about dogs?", user_id="u2")
+    await client.cancel(queued, "u2")
+    await client.cancel(running, "u1")
+    queued_events = await collect(queued)
+    await collect(running)
     assert len(queued_events) == 1
     assert isinstance(queued_events[0], Cancelled)
     assert queued_events[0].tokens == 0
 
 
 async def test_a_request_that_outlives_its_ttl_in_the_queue_expires(
-    settings: Settings, backend: Backend, broker: Broker
+    long_engine: RunningEngine, client: ConciergeClient, settings: Settings
 ) -> None:
-    settings = settings.model_copy(update={"max_tokens": 400})
-    engine = await start_engine(settings, backend)
-    async with ConciergeClient(settings, "test") as client:
-        running = await client.ask(LONG_QUESTION, user_id="u1")
-        await wait_for_tokens(running, 1)
-        short_lived = ConciergeClient(settings.model_copy(update={"request_ttl_s": 0.2}), "t")
-        short_lived.broker, short_lived.sessions = client.broker, client.sessions
-        short_lived.bot_id = client.bot_id
-        doomed = await short_lived.ask("Too late?", user_id="u2")
-        doomed_events = await collect(doomed)
-        await client.cancel(running, "u1")
-        await collect(running)
-    await engine.stop()
+    running = await client.ask(LONG_QUESTION, user_id="u1")
+    await wait_for_tokens(running, 1)
+    doomed = await client.ask("Too late?", user_id="u2", ttl_s=0.2)
+    doomed_events = await collect(doomed)
+    await client.cancel(running, "u1")
+    await collect(running)
     assert [type(event) for event in doomed_events] == [Expired]
     assert "time to live" in doomed_events[0].reason
 
@@ -160,21 +145,17 @@ async def test_a_request_past_its_deadline_is_expired_not_answered(
 
 
 async def test_cancels_do_not_wait_behind_queued_requests(
-    settings: Settings, backend: Backend, broker: Broker
+    long_engine: RunningEngine, client: ConciergeClient, settings: Settings
 ) -> None:
-    settings = settings.model_copy(update={"max_tokens": 400})
-    engine = await start_engine(settings, backend)
-    async with ConciergeClient(settings, "test") as client:
-        running = await client.ask(LONG_QUESTION, user_id="u1")
-        await wait_for_tokens(running, 1)
-        behind = [await client.ask(f"Question {n}", user_id="u2") for n in range(5)]
-        await client.cancel(running, "u1")
-        end = (await collect(running))[-1]
-        for session in behind:
-            await client.cancel(session, "u2")
-        for session in behind:
-            await collect(session)
-    await engine.stop()
+    running = await client.ask(LONG_QUESTION, user_id="u1")
+    await wait_for_tokens(running, 1)
+    behind = [await client.ask(f"Question {n}", user_id="u2") for n in range(5)]
+    await client.cancel(running, "u1")
+    end = (await collect(running))[-1]
+    for session in behind:
+        await client.cancel(session, "u2")
+    for session in behind:
+        await collect(session)
     assert isinstance(end, Cancelled)
     assert end.tokens_after_cancel <= 2
 
