@@ -25,7 +25,12 @@ from aio_pika.abc import (
     AbstractRobustChannel,
     AbstractRobustConnection,
 )
-from aiormq.exceptions import AMQPConnectionError, ChannelInvalidStateError
+from aiormq.exceptions import (
+    AMQPConnectionError,
+    ChannelInvalidStateError,
+    ChannelLockedResource,
+    ChannelNotFoundEntity,
+)
 from pydantic import BaseModel
 from yarl import URL
 
@@ -197,7 +202,7 @@ class Broker:
         )
         assert self._stream is not None
         reply_x = await self._stream.get_exchange(self.names.reply_exchange, ensure=False)
-        await reply_x.publish(message, routing_key=reply_to)
+        await reply_x.publish(message, routing_key=reply_to, mandatory=False)
 
     async def send_dead(self, delivery: Delivery, reason: str) -> None:
         """Park a message we cannot use in the dead-letter queue, with the reason in a header."""
@@ -241,11 +246,27 @@ class Broker:
         declared = await self._request_queue.declare()  # a fresh count, not a cached one
         return declared.message_count or 0
 
-    async def purge_requests(self) -> int:
-        """Drop every waiting request. Only the engine's ``main()`` calls this, once."""
+    async def take_waiting_request(self) -> Delivery | None:
+        """One waiting request, or None once the queue is empty (the startup purge uses it)."""
         assert self._request_queue is not None
-        result = await self._request_queue.purge()
-        return int(result.message_count or 0)
+        return await self._request_queue.get(no_ack=False, fail=False)
+
+    async def reply_queue_exists(self, bot_id: str) -> bool:
+        """Whether the bot ``bot_id`` still has its reply queue (a passive declare).
+
+        A failed passive declare closes its channel, hence a throwaway one.
+        """
+        channel = await self.connection.channel(publisher_confirms=False)
+        try:
+            await channel.declare_queue(self.names.reply_queue(bot_id), passive=True, robust=False)
+        except ChannelNotFoundEntity:
+            return False
+        except ChannelLockedResource:
+            return True  # an exclusive queue, alive on its owner's connection
+        finally:
+            if not channel.is_closed:
+                await channel.close()
+        return True
 
     # --- consuming ----------------------------------------------------------------------
 

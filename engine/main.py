@@ -37,9 +37,6 @@ async def run_engine(
     """
     backend = backend or await asyncio.to_thread(load_backend, model_options(settings))
     async with Broker(settings) as broker:
-        if settings.purge_on_start:
-            purged = await broker.purge_requests()
-            log.info("purged %d stale request(s) at startup", purged)
         knowledge = SiteKnowledge(settings)
         worker = Worker(
             settings,
@@ -48,6 +45,9 @@ async def run_engine(
             build_prompt=knowledge.build_prompt,
             rescrape=knowledge.rescrape,
         )
+        if settings.purge_on_start:
+            purged = await worker.purge_stale()
+            log.info("purged %d stale request(s) at startup", purged)
         await worker.start()
         log.info("engine %s ready", settings.engine_name)
         if ready is not None:

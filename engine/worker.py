@@ -38,6 +38,8 @@ PromptBuilder = Callable[[Request], Prompt]
 RescrapeJob = Callable[[Request, Replies, Callable[[], bool]], Awaitable[None]]
 
 INTERRUPTED = "interrupted: the engine stopped while answering; please ask again"
+RESTARTED = "the engine restarted before answering; please ask again"
+ASKER_CHECK_INTERVAL_S = 2.0
 
 
 class Worker:
@@ -68,10 +70,28 @@ class Worker:
         # redelivers while the old job may still run: the model must never serve two at once.
         self._one_job_at_a_time = asyncio.Lock()
 
+    async def purge_stale(self) -> int:
+        """Empty the request queue, telling each waiting asker; ``main()`` calls this once."""
+        purged = 0
+        while (delivery := await self.broker.take_waiting_request()) is not None:
+            purged += 1
+            if delivery.type == "cancel":
+                await delivery.ack()
+                continue
+            request = await self._decode_or_bury(delivery, decode_request)
+            if request is not None:
+                await Replies(self.broker, request).send(Failed, reason=RESTARTED)
+                await delivery.ack()
+        return purged
+
     async def start(self) -> None:
         await self.broker.consume_cancels(self.settings.engine_name, self.on_cancel)
         await self.broker.consume_expired(self.on_expired)
         await self.broker.consume_requests(self.on_request)
+
+    async def wait_idle(self) -> None:
+        """Until no job runs."""
+        await self._idle.wait()
 
     async def stop(self, grace_s: float = 10.0) -> None:
         """Take no more requests; let the current answer finish, or stop it after ``grace_s``."""
@@ -82,6 +102,16 @@ class Worker:
             if self._current is not None:
                 self._current.abandoned = True
             await self._idle.wait()
+
+    async def _stop_if_asker_leaves(self, request: Request) -> None:
+        """While an answer runs, check now and then that its asker's reply queue still exists;
+        if it is gone for good, stop generating for nobody."""
+        while True:
+            await asyncio.sleep(ASKER_CHECK_INTERVAL_S)
+            if not await self.broker.reply_queue_exists(request.reply_to):
+                log.warning("session %s: the asker's reply queue is gone", request.session_id)
+                self.cancelled.add(request.session_id)
+                return
 
     # --- consumers ----------------------------------------------------------------------
 
@@ -200,6 +230,7 @@ class Worker:
                 GenerationLimits(self.settings.max_tokens, self.settings.temperature),
             )
         )
+        watchdog = asyncio.create_task(self._stop_if_asker_leaves(request))
         try:
             await _outlive_cancellation(thread, generation)
         except Exception as error:
@@ -208,6 +239,7 @@ class Worker:
             await replies.send(Failed, reason=f"generation failed: {error}", text=generation.text)
             return True
         finally:
+            watchdog.cancel()
             self._current = None
         if prompt.appendix and generation.finished_naturally:
             generation.appendix = prompt.appendix  # the links of the articles it was given

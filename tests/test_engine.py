@@ -92,7 +92,9 @@ async def test_the_startup_purge_drops_stale_requests_once_and_a_reconnect_does_
     assert await broker.request_queue_depth() == 1
     engine = await start_engine(settings.model_copy(update={"max_tokens": 400}), backend)
     assert await broker.request_queue_depth() == 0
-    assert stale.items.empty()
+    told = await collect(stale)  # purged, but its asker is told, not left waiting
+    assert [type(event) for event in told] == [Failed]
+    assert "restarted" in told[0].reason
 
     running = await client.ask(LONG_QUESTION, user_id="u1")
     await wait_for_tokens(running, 1)
@@ -224,3 +226,21 @@ async def test_an_answer_past_its_time_limit_fails_with_the_reason(
     assert isinstance(events[-1], Failed)
     assert events[-1].reason == "time limit of 0.3 s reached"
     assert events[-1].text == token_text(events)
+
+
+async def test_the_engine_stops_generating_for_an_asker_whose_reply_queue_is_gone(
+    long_engine: RunningEngine, settings: Settings
+) -> None:
+    async with ConciergeClient(settings, "test") as client:  # its reply queue dies with it
+        session = await client.ask(LONG_QUESTION, user_id="u1")
+        await wait_for_tokens(session, 2)
+    worker = long_engine.worker
+    await asyncio.wait_for(worker.wait_idle(), 60)
+    assert session.session_id in worker.cancelled  # stopped by the returned replies
+
+
+async def test_a_live_asker_is_never_taken_for_gone(
+    settings: Settings, backend: Backend, broker: Broker, client: ConciergeClient
+) -> None:
+    assert await broker.reply_queue_exists(client.bot_id)  # exclusive, on another connection
+    assert not await broker.reply_queue_exists("nobody-here")

@@ -1,0 +1,216 @@
+"""``concierge bench {cancel,stream,queue}``: options, running one benchmark, showing it.
+
+Kept light to import (argparse only at the top): ``bots.cli`` builds its parser from here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from config.settings import Settings
+    from engine.benchmarks.rig import BenchBackend
+
+QUIET_LOGGERS = ("engine", "bots", "broker", "aio_pika", "aiormq")
+
+
+def _depths(text: str) -> tuple[int, ...]:
+    try:
+        depths = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text}") from None
+    if not depths or min(depths) < 0:
+        raise argparse.ArgumentTypeError("depths must be integers >= 0")
+    return depths
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be >= 1")
+    return value
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", type=Path, help="a GGUF file (default: the configured model)")
+    parser.add_argument("--threads", type=_positive, help="llama.cpp threads (default: settings)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead")
+    parser.add_argument("--plot", type=Path, metavar="FILE.png", help="draw the result")
+    parser.add_argument("--verbose", action="store_true", help="keep the engine's logs")
+
+
+def add_bench_parser(subcommands: Any) -> argparse.ArgumentParser:
+    """Add ``bench`` and its three benchmarks to the ``concierge`` subcommands."""
+    bench = subcommands.add_parser(
+        "bench", help="measure cancels, streaming and the queue (real broker and model)"
+    )
+    kinds = bench.add_subparsers(dest="benchmark", required=True)
+
+    cancel = kinds.add_parser("cancel", help="stop time: cancel queue against request queue")
+    cancel.add_argument("--phase", choices=("decode", "prefill"), default="decode")
+    cancel.add_argument("--depths", type=_depths, help="queue depths (default 0,1,5,10,50)")
+    cancel.add_argument("--repeat", type=_positive, help="runs per mode and depth")
+    cancel.add_argument("--max-tokens", type=_positive, help="the running answer's limit")
+    cancel.add_argument("--tokens-before-cancel", type=_positive, default=8)
+    cancel.add_argument("--filler-tokens", type=_positive, default=8, help="queued answers' limit")
+    cancel.add_argument("--prompt-tokens", type=_positive, default=1800, help="prefill prompt")
+    cancel.add_argument("--cancel-after", type=float, help="prefill: seconds after Started")
+    _common(cancel)
+
+    stream = kinds.add_parser("stream", help="tokens/s: llama.cpp in process against pipeline")
+    stream.add_argument("--repeat", type=_positive, default=2, help="pairs per prompt")
+    stream.add_argument("--max-tokens", type=_positive, default=128)
+    stream.add_argument("--prompts", type=_positive, default=3, help="distinct prompts (1-3+)")
+    _common(stream)
+
+    queue = kinds.add_parser("queue", help="a burst of requests; cancelled_sessions bounded")
+    queue.add_argument("-n", "--requests", type=_positive, default=200)
+    queue.add_argument("--max-tokens", type=_positive, default=8)
+    queue.add_argument("--bots", type=_positive, default=4, help="bot clients asking")
+    queue.add_argument("--ttl", type=float, default=900.0, help="request time to live, s")
+    queue.add_argument("--cancels-published", type=int, default=5_000)
+    queue.add_argument("--cancels-added", type=int, default=100_000)
+    _common(queue)
+    return bench
+
+
+# Defaults that differ by phase: a decoding answer must outlast the cancel; a prefill run in
+# the request queue sits through the whole prompt, so it is run fewer times and kept short.
+PHASE_DEFAULTS = {
+    "decode": {"depths": (0, 1, 5, 10, 50), "repeat": 3, "max_tokens": 160},
+    "prefill": {"depths": (0, 5, 50), "repeat": 1, "max_tokens": 16},
+}
+
+
+def cancel_config(args: argparse.Namespace) -> Any:
+    from engine.benchmarks.cancel import CancelConfig
+
+    defaults = PHASE_DEFAULTS[args.phase]
+    return CancelConfig(
+        phase=args.phase,
+        depths=args.depths or defaults["depths"],
+        repeat=args.repeat or defaults["repeat"],
+        max_tokens=args.max_tokens or defaults["max_tokens"],
+        tokens_before_cancel=args.tokens_before_cancel,
+        filler_max_tokens=args.filler_tokens,
+        prompt_tokens=args.prompt_tokens,
+        cancel_after_s=args.cancel_after,
+    )
+
+
+async def run_benchmark(
+    args: argparse.Namespace, settings: Settings, backend: BenchBackend
+) -> dict[str, Any]:
+    from engine.benchmarks import cancel, queue, stream
+
+    progress = _progress_printer()
+    match args.benchmark:
+        case "cancel":
+            return await cancel.run_cancel(settings, backend, cancel_config(args), progress)
+        case "stream":
+            config = stream.StreamConfig(args.repeat, args.max_tokens, args.prompts)
+            return await stream.run_stream(settings, backend, config, progress)
+        case "queue":
+            queue_config = queue.QueueConfig(
+                args.requests,
+                args.max_tokens,
+                args.bots,
+                args.ttl,
+                args.cancels_published,
+                args.cancels_added,
+            )
+            return await queue.run_queue(settings, backend, queue_config, progress)
+    raise AssertionError(args.benchmark)
+
+
+def _progress_printer() -> Any:
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    return lambda line: console.print(f"[dim]{line}[/dim]", highlight=False, soft_wrap=True)
+
+
+def with_options(args: argparse.Namespace, settings: Settings) -> Settings:
+    from config.settings import ConfigError
+
+    update: dict[str, Any] = {}
+    if args.model is not None:
+        if not args.model.is_file():
+            raise ConfigError(f"--model: no model file at {args.model}")
+        update["model_path"] = args.model
+    if args.threads is not None:
+        update["threads"] = args.threads
+    if getattr(args, "phase", None) == "prefill":  # the model's context is fixed when loaded
+        from engine.benchmarks.cancel import CancelConfig
+
+        update["context_size"] = max(settings.context_size, CancelConfig.context_size)
+    return settings.model_copy(update=update)
+
+
+async def load_bench_backend(settings: Settings, *, cold: bool, filler_tokens: int) -> Any:
+    from engine.benchmarks.rig import BenchBackend
+    from engine.llm import load_backend
+    from engine.main import model_options
+
+    inner = await asyncio.to_thread(load_backend, model_options(settings))
+    return BenchBackend(inner, filler_max_tokens=filler_tokens, cold=cold)
+
+
+@contextmanager
+def _quiet(verbose: bool) -> Iterator[None]:
+    """The engine logs every request; a benchmark of two hundred does not need them."""
+    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    if not verbose:
+        for logger in loggers:
+            logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
+
+
+async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
+    """Run the chosen benchmark; print a table (or ``--json``) and draw ``--plot``."""
+    from rich.console import Console
+
+    from engine.benchmarks import report
+
+    settings = with_options(args, settings)
+    filler_tokens = getattr(args, "filler_tokens", 8)
+    cold = args.benchmark != "queue"  # the queue benchmark measures the engine as deployed
+    with _quiet(args.verbose):
+        backend = await load_bench_backend(settings, cold=cold, filler_tokens=filler_tokens)
+        doc = await run_benchmark(args, settings, backend)
+    if args.json:
+        print(report.to_json(doc))
+    else:
+        report.print_report(doc, Console())
+    if args.plot is not None:
+        report.plot(doc, args.plot)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run without the ``concierge`` wiring: ``python -m engine.benchmarks.cli cancel ...``."""
+    from bots.cli import setup_logging
+    from config.settings import load_settings
+
+    parser = argparse.ArgumentParser(prog="concierge")
+    add_bench_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["bench", *(argv if argv is not None else sys.argv[1:])])
+    settings = load_settings()
+    setup_logging(settings)
+    return asyncio.run(bench_command(args, settings))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

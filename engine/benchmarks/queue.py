@@ -1,0 +1,164 @@
+"""``concierge bench queue``: a burst of requests, each from its own asker, served in order.
+
+N requests are published at once (round robin over a few bot clients, each with its own reply
+queue; every request has its own user and session). Each must end answered or expired, in the
+order it was queued, none lost. Then many cancels arrive, published and added directly, and
+``cancelled_sessions`` must stay within its bound. Memory is this process's RSS: the engine's,
+since it runs here, plus the benchmark's clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from broker.protocol import Cancel, ReplyEvent, Started, new_session_id
+from config.settings import Settings
+from engine.benchmarks.rig import (
+    BenchBackend,
+    BenchError,
+    Progress,
+    Rig,
+    Trace,
+    document,
+    rss_bytes,
+    running_rig,
+    summarize,
+)
+
+PUBLISH_BATCH = 500
+CANCELS_SEEN_TIMEOUT_S = 300.0
+LOST_MARGIN_S = 120.0  # silence past the TTL plus this means a request was lost
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    requests: int = 200
+    max_tokens: int = 8
+    bots: int = 4
+    ttl_s: float = 900.0  # each request's time to live in the queue
+    cancels_published: int = 5_000  # through the broker, consumed by the engine
+    cancels_added: int = 100_000  # straight into the worker's cancelled_sessions
+
+
+async def run_queue(
+    settings: Settings, backend: BenchBackend, config: QueueConfig, progress: Progress
+) -> dict[str, Any]:
+    started = time.time()
+    doc = document("queue", settings, asdict(config), started)
+    overrides = {"max_tokens": config.max_tokens, "request_ttl_s": config.ttl_s}
+    async with running_rig(settings, backend, **overrides) as rig:
+        doc["broker_prefix"] = rig.settings.prefix  # deleted at the end
+        if config.cancels_published > rig.settings.cancelled_sessions_max:
+            raise BenchError("--cancels-published must not exceed cancelled_sessions_max")
+        for _ in range(config.bots - 1):
+            await rig.add_client()
+        memory = {"rss_before_bytes": rss_bytes()}
+        doc["requests"] = await burst(rig, config, progress)
+        memory["rss_after_requests_bytes"] = rss_bytes()
+        doc["cancelled_sessions"] = await flood_cancels(rig, config, progress)
+        memory["rss_after_cancels_bytes"] = rss_bytes()
+    doc["memory"] = memory
+    doc["duration_s"] = time.time() - started
+    return doc
+
+
+async def burst(rig: Rig, config: QueueConfig, progress: Progress) -> dict[str, Any]:
+    """Publish every request at once, then follow each to its end."""
+    began = time.monotonic()
+    traces: list[Trace] = []
+    for index in range(config.requests):
+        client = rig.clients[index % len(rig.clients)]
+        question = f"Question {index}: what is {index} plus one?"
+        session = await client.ask(question, f"bench-asker-{index}")
+        traces.append(Trace(session, timeout_s=config.ttl_s + LOST_MARGIN_S))
+    published_s = time.monotonic() - began
+    progress(f"{config.requests} requests published in {published_s:.2f} s; waiting for answers")
+    ends = await asyncio.gather(*(trace.task for trace in traces))
+    result = check_burst(traces, ends)
+    result["publish_s"] = published_s
+    result["total_s"] = time.monotonic() - began
+    progress(
+        f"{result['outcomes']} in {result['total_s']:.1f} s; in order: {result['in_order']}, "
+        f"lost: {result['lost']}"
+    )
+    return result
+
+
+def check_burst(traces: list[Trace], ends: list[ReplyEvent | None]) -> dict[str, Any]:
+    """Outcomes, order of service, gaps in event numbers, and time spent waiting."""
+    outcomes: dict[str, int] = {}
+    for end in ends:
+        if end is not None:
+            outcomes[end.type] = outcomes.get(end.type, 0) + 1
+    started: list[tuple[int, float, Started]] = []
+    for index, trace in enumerate(traces):
+        event = trace.started
+        if event is not None:
+            # when the engine took it, on the clock that stamped sent_at (the engine's own)
+            started.append((index, trace.session.request.sent_at + event.waited_s, event))
+    by_start = [index for index, _, _ in sorted(started, key=lambda item: item[1])]
+    gapless = sum(
+        [event.seq for _, event in trace.arrivals] == list(range(len(trace.arrivals)))
+        for trace in traces
+    )
+    return {
+        "outcomes": outcomes,
+        "answered_or_expired": outcomes.get("done", 0) + outcomes.get("expired", 0),
+        "lost": sum(end is None for end in ends),
+        "in_order": by_start == sorted(by_start),
+        "started": len(started),
+        "sessions_without_gaps": gapless,
+        "waited_s": summarize([event.waited_s for _, _, event in started]),
+        "waited_s_by_position": [
+            trace.started.waited_s if trace.started is not None else None for trace in traces
+        ],
+    }
+
+
+async def flood_cancels(rig: Rig, config: QueueConfig, progress: Progress) -> dict[str, Any]:
+    """Cancels for sessions nobody asked: published through the broker, then added directly."""
+    worker = rig.worker
+    assert worker is not None
+    ids = [new_session_id() for _ in range(config.cancels_published)]
+    began = time.monotonic()
+    for start in range(0, len(ids), PUBLISH_BATCH):
+        await asyncio.gather(
+            *(
+                rig.client.broker.send_cancel(Cancel(session_id=sid, sent_at=time.time()))
+                for sid in ids[start : start + PUBLISH_BATCH]
+            )
+        )
+    await _wait_all_seen(rig, ids)
+    consumed_s = time.monotonic() - began
+    size_after_published = len(worker.cancelled)
+    began = time.monotonic()
+    for number in range(config.cancels_added):
+        worker.cancelled.add(f"bench-added-{number:010d}")
+    added_s = time.monotonic() - began
+    result = {
+        "max_size": worker.cancelled.max_size,
+        "published": config.cancels_published,
+        "published_per_s": config.cancels_published / consumed_s if consumed_s > 0 else None,
+        "size_after_published": size_after_published,
+        "added": config.cancels_added,
+        "added_per_s": config.cancels_added / added_s if added_s > 0 else None,
+        "size_after_added": len(worker.cancelled),
+    }
+    progress(
+        f"cancelled_sessions: {result['size_after_published']} after {config.cancels_published}"
+        f" published, {result['size_after_added']} after {config.cancels_added} more added"
+    )
+    return result
+
+
+async def _wait_all_seen(rig: Rig, ids: list[str]) -> None:
+    assert rig.worker is not None
+    cancelled = rig.worker.cancelled
+    deadline = time.monotonic() + CANCELS_SEEN_TIMEOUT_S
+    while any(cancelled.received_at(sid) is None for sid in ids):
+        if time.monotonic() > deadline:
+            raise BenchError("the engine did not take every published cancel in time")
+        await asyncio.sleep(0.05)

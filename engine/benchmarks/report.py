@@ -1,0 +1,226 @@
+"""Showing a benchmark's document: a rich table, the JSON itself, or a chart (matplotlib)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+MODE_LABELS = {
+    "fifo": "A: in the request queue (FIFO trap)",
+    "cancel_queue": "B: on the cancel queue",
+}
+
+
+def to_json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2)
+
+
+def _s(value: float | None, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _pair(stats: dict[str, Any], digits: int = 3) -> str:
+    """'median / p95' of a summary."""
+    return f"{_s(stats['median'], digits)} / {_s(stats['p95'], digits)}"
+
+
+def print_report(doc: dict[str, Any], console: Console) -> None:
+    tables = {"cancel": cancel_tables, "stream": stream_tables, "queue": queue_tables}
+    for table in tables[doc["benchmark"]](doc):
+        console.print(table)
+    env = doc["environment"]
+    console.print(
+        f"{env['model']}, {env['threads']} thread(s), load {_s(env['load_average_1m'], 2)} "
+        f"at start; {doc['duration_s']:.0f} s in all"
+    )
+
+
+def cancel_tables(doc: dict[str, Any]) -> list[Table]:
+    phase = doc["config"]["phase"]
+    table = Table(title=f"Cancel while the answer is in {phase} (median / p95 over runs)")
+    for column in ("Mode", "Depth", "Runs", "Stop s", "Tokens after", "Cancel seen s"):
+        table.add_column(column, justify="left" if column == "Mode" else "right")
+    table.add_column("Finished before seen", justify="right")
+    for row in doc["summary"]:
+        table.add_row(
+            MODE_LABELS[row["mode"]],
+            str(row["depth"]),
+            str(row["runs"]),
+            _pair(row["stop_s"]),
+            _pair(row["tokens_after_cancel"], 0),
+            _pair(row["cancel_seen_s"]),
+            f"{row['finished_before_seen']} of {row['runs']}",
+        )
+    tables = [table, _ratio_table(doc)]
+    baseline = doc.get("prefill_baseline")
+    if baseline is not None:
+        extra = Table(title="The long prompt without a cancel")
+        extra.add_column("Prompt tokens", justify="right")
+        extra.add_column("Full processing s (median / p95)", justify="right")
+        extra.add_row(str(baseline["prompt_tokens"]), _pair(baseline["full_prefill_s"]))
+        tables.append(extra)
+    return tables
+
+
+def stop_ratios(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per depth: median stop time in the request queue over median stop on the cancel queue."""
+    medians = {(row["mode"], row["depth"]): row["stop_s"]["median"] for row in doc["summary"]}
+    ratios = []
+    for depth in doc["config"]["depths"]:
+        fifo, own = medians.get(("fifo", depth)), medians.get(("cancel_queue", depth))
+        ratio = fifo / own if fifo is not None and own else None
+        ratios.append({"depth": depth, "fifo_s": fifo, "cancel_queue_s": own, "ratio": ratio})
+    return ratios
+
+
+def _ratio_table(doc: dict[str, Any]) -> Table:
+    table = Table(title="Side by side: median stop time, A over B")
+    for column in ("Depth", "A s", "B s", "A / B"):
+        table.add_column(column, justify="right")
+    for row in stop_ratios(doc):
+        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.0f}x"
+        table.add_row(str(row["depth"]), _s(row["fifo_s"]), _s(row["cancel_queue_s"]), ratio)
+    return table
+
+
+def stream_tables(doc: dict[str, Any]) -> list[Table]:
+    summary = doc["summary"]
+    table = Table(title=f"Streaming, {summary['pairs']} interleaved pairs (median / p95)")
+    for column in ("Path", "Tokens/s", "Time to first token s"):
+        table.add_column(column, justify="left" if column == "Path" else "right")
+    table.add_row("llama.cpp in process", *_path_row(summary["in_process"]))
+    table.add_row("pipeline, at the client", *_path_row(summary["pipeline"]))
+    table.add_row("pipeline, engine-side", _pair(summary["engine_tokens_per_s"], 1), "")
+    ratio = summary["ratio"]
+    facts = Table(title="What the pipeline costs")
+    facts.add_column("Measure")
+    facts.add_column("Value", justify="right")
+    target = doc["config"]["target_ratio"]
+    met = "met" if summary["meets_target"] else "NOT met"
+    facts.add_row(
+        "tokens/s ratio, pipeline / in process (median, min)",
+        f"{_s(ratio['median'])}, {_s(ratio['min'])}  (target >= {target}: {met})",
+    )
+    facts.add_row("added time to first token s (median / p95)", _pair(summary["added_ttft_s"]))
+    latency = summary["token_latency_s"]
+    facts.add_row(
+        "latency per token, model to client ms (median / p95 / max)",
+        f"{_s(_ms(latency['median']), 2)} / {_s(_ms(latency['p95']), 2)} / "
+        f"{_s(_ms(latency['max']), 2)}",
+    )
+    facts.add_row("same text both ways", f"{summary['same_text']} of {summary['pairs']}")
+    return [table, facts]
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000
+
+
+def _path_row(path: dict[str, Any]) -> tuple[str, str]:
+    return _pair(path["tokens_per_s"], 1), _pair(path["ttft_s"])
+
+
+def queue_tables(doc: dict[str, Any]) -> list[Table]:
+    requests, cancels, memory = doc["requests"], doc["cancelled_sessions"], doc["memory"]
+    table = Table(title=f"{doc['config']['requests']} requests queued at once")
+    table.add_column("Measure")
+    table.add_column("Value", justify="right")
+    outcomes = ", ".join(f"{count} {kind}" for kind, count in sorted(requests["outcomes"].items()))
+    table.add_row("outcomes", outcomes or "-")
+    table.add_row("lost", str(requests["lost"]))
+    table.add_row("served in queue order", "yes" if requests["in_order"] else "NO")
+    table.add_row("sessions whose events have no gap", str(requests["sessions_without_gaps"]))
+    waited = requests["waited_s"]
+    table.add_row("waited s (median / p95 / max)", f"{_pair(waited, 2)} / {_s(waited['max'], 2)}")
+    table.add_row("all served in s", _s(requests["total_s"], 1))
+    mib = 1024 * 1024
+    table.add_row(
+        "RSS MiB: before / after requests / after cancels",
+        " / ".join(
+            f"{memory[key] / mib:.1f}"
+            for key in ("rss_before_bytes", "rss_after_requests_bytes", "rss_after_cancels_bytes")
+        ),
+    )
+    table.add_row(
+        f"cancelled_sessions after {cancels['published']} published",
+        f"{cancels['size_after_published']} (bound {cancels['max_size']})",
+    )
+    table.add_row(
+        f"cancelled_sessions after {cancels['added']} more added",
+        f"{cancels['size_after_added']} (bound {cancels['max_size']})",
+    )
+    table.add_row("cancels taken per s, through the broker", _s(cancels["published_per_s"], 0))
+    return [table]
+
+
+# --- charts ------------------------------------------------------------------------------
+
+
+def plot(doc: dict[str, Any], path: Path) -> None:
+    """Draw the document to ``path`` (PNG); matplotlib is needed only here."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(figsize=(8, 5))
+    drawers = {"cancel": _plot_cancel, "stream": _plot_stream, "queue": _plot_queue}
+    drawers[doc["benchmark"]](doc, axes)
+    axes.grid(True, alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def _plot_cancel(doc: dict[str, Any], axes: Any) -> None:
+    depths = doc["config"]["depths"]
+    positions = range(len(depths))  # evenly spaced: the depths are few and far apart
+    for mode, marker in (("fifo", "o"), ("cancel_queue", "s")):
+        rows = {row["depth"]: row["stop_s"] for row in doc["summary"] if row["mode"] == mode}
+        medians = [rows[depth]["median"] for depth in depths]
+        p95 = [rows[depth]["p95"] for depth in depths]
+        line = axes.plot(positions, medians, marker=marker, label=f"{MODE_LABELS[mode]}, median")
+        color = line[0].get_color()
+        axes.plot(positions, p95, marker=marker, linestyle=":", color=color, alpha=0.5, label="p95")
+    baseline = doc.get("prefill_baseline")
+    if baseline is not None and baseline["full_prefill_s"]["median"] is not None:
+        axes.axhline(
+            baseline["full_prefill_s"]["median"],
+            color="grey",
+            linestyle="--",
+            label="the prompt's full processing",
+        )
+    axes.set_xticks(list(positions), [str(depth) for depth in depths])
+    axes.set_yscale("log")
+    axes.set_xlabel("requests queued behind the running answer")
+    axes.set_ylabel("cancel published to generation stopped, s")
+    phase, model = doc["config"]["phase"], doc["environment"]["model"]
+    axes.set_title(f"Time to stop an answer ({phase}), {model}")
+    axes.legend(fontsize="small")
+
+
+def _plot_stream(doc: dict[str, Any], axes: Any) -> None:
+    pairs = doc["runs"]
+    xs = range(len(pairs))
+    local = [pair["in_process"]["tokens_per_s"] or 0 for pair in pairs]
+    piped = [pair["pipeline"]["tokens_per_s"] or 0 for pair in pairs]
+    axes.bar([x - 0.2 for x in xs], local, width=0.4, label="llama.cpp in process")
+    axes.bar([x + 0.2 for x in xs], piped, width=0.4, label="pipeline, at the client")
+    ratio = doc["summary"]["ratio"]["median"]
+    axes.set_xlabel("pair (same prompt, run side by side)")
+    axes.set_ylabel("tokens per second")
+    axes.set_title(f"Streaming: pipeline / in process = {_s(ratio)} (median)")
+    axes.legend(fontsize="small")
+
+
+def _plot_queue(doc: dict[str, Any], axes: Any) -> None:
+    waited = doc["requests"]["waited_s_by_position"]
+    points = [(index, value) for index, value in enumerate(waited) if value is not None]
+    axes.plot([p[0] for p in points], [p[1] for p in points], marker=".", linestyle="")
+    axes.set_xlabel("position in the queue")
+    axes.set_ylabel("waited before the engine took it, s")
+    axes.set_title(f"{doc['config']['requests']} requests queued at once")
