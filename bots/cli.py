@@ -74,7 +74,20 @@ AdapterRun = Callable[[Settings, asyncio.Event], Awaitable[None]]
 
 
 def _configured_adapters(settings: Settings) -> list[AdapterRun]:
-    return []
+    """The platform adapters whose tokens are set."""
+    adapters: list[AdapterRun] = []
+    if settings.slack_bot_token is not None:
+        from bots.slack_adapter import run_slack
+
+        adapters.append(run_slack)
+    return adapters
+
+
+async def adapter_command(run: AdapterRun, settings: Settings) -> int:
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    await run(settings, stop)
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("engine", help="run the engine worker")
     commands.add_parser("up", help="run the engine and every configured adapter")
     commands.add_parser("chat", help="chat with the bot in this terminal")
+    commands.add_parser("slack", help="run the Slack bot")
     ask = commands.add_parser("ask", help="ask one question, stream the answer to stdout")
     ask.add_argument("question")
     ask.add_argument("--json", action="store_true", help="print every reply event as JSON")
@@ -109,6 +123,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> Awaitable[int]:
             return up_command(settings)
         case "chat":
             return terminal.chat(settings)
+        case "slack":
+            from bots.slack_adapter import run_slack
+
+            return adapter_command(run_slack, settings)
         case "ask":
             return terminal.ask(settings, args.question, as_json=args.json)
         case "rescrape":

@@ -1,0 +1,278 @@
+"""A local stand-in for Slack over real HTTP on 127.0.0.1, recording everything it is sent.
+
+Three faces, as Slack has them: the Web API (``/api/<method>``, which a real ``AsyncWebClient``
+reaches through ``base_url``), response URLs (``/respond/<id>``) and a Socket Mode websocket
+(``/socket``) that says ``hello`` and then carries whatever envelopes a test pushes. The other
+direction, Slack delivering events to the bot over HTTP, is ``SlackDelivery``: it signs each
+request the way Slack does, so the bot's own verification decides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+from urllib.parse import urlencode
+
+import aiohttp
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+BOT_USER_ID = "UBOT00001"
+BOT_ID = "BBOT00001"
+TEAM_ID = "T0000001"
+API_APP_ID = "A0000001"
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Call:
+    """One Web API call as the fake received it, and whether it was answered ``ratelimited``."""
+
+    method: str
+    params: dict[str, Any]
+    at: float  # time.monotonic() on arrival
+    ratelimited: bool = False
+
+
+@dataclass
+class Message:
+    """A message the bot posted, with every text it has shown (first the posted one)."""
+
+    channel: str
+    ts: str
+    thread_ts: str | None
+    texts: list[str]
+    updated_at: list[float]
+
+    @property
+    def text(self) -> str:
+        return self.texts[-1]
+
+
+@dataclass
+class FakeSlack:
+    """The fake; tests read ``calls``, ``messages``, ``responses`` and ``acks``."""
+
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)  # what users.info says
+    calls: list[Call] = field(default_factory=list)
+    messages: list[Message] = field(default_factory=list)  # in the order they were posted
+    responses: list[dict[str, Any]] = field(default_factory=list)  # sent to response URLs
+    acks: list[dict[str, Any]] = field(default_factory=list)  # Socket Mode acknowledgements
+    errors: dict[str, str] = field(default_factory=dict)  # method -> the error it answers
+    base: str = ""
+    _rate_limits: dict[str, list[int]] = field(default_factory=dict)
+    _sockets: list[web.WebSocketResponse] = field(default_factory=list)
+    _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+
+    @property
+    def api_url(self) -> str:
+        return f"{self.base}/api/"
+
+    def response_url(self) -> str:
+        return f"{self.base}/respond/{uuid.uuid4().hex}"
+
+    def rate_limit(self, method: str, retry_after_s: int = 1) -> None:
+        """Answer the next call of ``method`` with 429 ``ratelimited`` and ``Retry-After``."""
+        self._rate_limits.setdefault(method, []).append(retry_after_s)
+
+    def calls_of(self, method: str) -> list[Call]:
+        return [call for call in self.calls if call.method == method]
+
+    def thread(self, channel: str, thread_ts: str) -> list[Message]:
+        """The bot's messages in a thread, in posting order."""
+        return [m for m in self.messages if m.channel == channel and m.thread_ts == thread_ts]
+
+    def message(self, ts: str) -> Message:
+        return next(message for message in self.messages if message.ts == ts)
+
+    async def wait_for(self, predicate: Callable[[], T], timeout_s: float = 30.0) -> T:
+        """Wait until ``predicate()`` is truthy (checked after every call the fake receives)."""
+        async with self._changed:
+            return await asyncio.wait_for(self._changed.wait_for(predicate), timeout_s)
+
+    async def send_envelope(self, envelope: dict[str, Any]) -> None:
+        """Push a Socket Mode envelope to the connected bot."""
+        await self.wait_for(lambda: self._sockets)
+        await self._sockets[-1].send_json(envelope)
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_post("/respond/{id}", self._respond)
+        app.router.add_get("/socket", self._socket)
+        return app
+
+    # --- the Web API ---
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params = await _params(request)
+        retry_after = self._rate_limits.get(method)
+        if retry_after:
+            await self._record(Call(method, params, time.monotonic(), ratelimited=True))
+            return web.json_response(
+                {"ok": False, "error": "ratelimited"},
+                status=429,
+                headers={"Retry-After": str(retry_after.pop(0))},
+            )
+        body = self._answer(method, params)
+        await self._record(Call(method, params, time.monotonic()))
+        return web.json_response(body)
+
+    def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        if method in self.errors:
+            return {"ok": False, "error": self.errors[method]}
+        match method:
+            case "auth.test":
+                return {
+                    "ok": True,
+                    "user_id": BOT_USER_ID,
+                    "bot_id": BOT_ID,
+                    "team_id": TEAM_ID,
+                    "user": "concierge",
+                    "url": "https://example.slack.com/",
+                }
+            case "chat.postMessage":
+                return self._post(params)
+            case "chat.update":
+                return self._update(params)
+            case "users.info":
+                user_id = params.get("user", "")
+                user = {"id": user_id, "is_admin": False, "is_owner": False}
+                return {"ok": True, "user": user | self.users.get(user_id, {})}
+            case "apps.connections.open":
+                return {"ok": True, "url": self.base.replace("http", "ws", 1) + "/socket"}
+        return {"ok": True}
+
+    def _post(self, params: dict[str, Any]) -> dict[str, Any]:
+        ts = f"{1_700_000_000 + next(self._ts)}.000100"
+        channel = params["channel"]
+        now = time.monotonic()
+        self.messages.append(Message(channel, ts, params.get("thread_ts"), [params["text"]], [now]))
+        return {"ok": True, "channel": channel, "ts": ts, "message": {"text": params["text"]}}
+
+    def _update(self, params: dict[str, Any]) -> dict[str, Any]:
+        found = [m for m in self.messages if (m.channel, m.ts) == (params["channel"], params["ts"])]
+        if not found:
+            return {"ok": False, "error": "message_not_found"}
+        found[0].texts.append(params["text"])
+        found[0].updated_at.append(time.monotonic())
+        return {"ok": True, "channel": params["channel"], "ts": params["ts"]}
+
+    async def _record(self, call: Call) -> None:
+        async with self._changed:
+            self.calls.append(call)
+            self._changed.notify_all()
+
+    # --- response URLs and Socket Mode ---
+
+    async def _respond(self, request: web.Request) -> web.Response:
+        async with self._changed:
+            self.responses.append(await request.json())
+            self._changed.notify_all()
+        return web.Response(text="ok")
+
+    async def _socket(self, request: web.Request) -> web.WebSocketResponse:
+        socket = web.WebSocketResponse()
+        await socket.prepare(request)
+        await socket.send_json({"type": "hello", "num_connections": 1})
+        async with self._changed:
+            self._sockets.append(socket)
+            self._changed.notify_all()
+        async for frame in socket:
+            if frame.type == aiohttp.WSMsgType.TEXT:
+                async with self._changed:
+                    self.acks.append(json.loads(frame.data))
+                    self._changed.notify_all()
+        return socket
+
+
+async def _params(request: web.Request) -> dict[str, Any]:
+    """Arguments as sent: query string (GET), JSON or form body (POST)."""
+    params: dict[str, Any] = dict(request.query)
+    if request.method == "POST" and request.can_read_body:
+        if request.content_type == "application/json":
+            params |= await request.json()
+        else:
+            params |= dict(await request.post())
+    return params
+
+
+async def start_fake_slack() -> tuple[FakeSlack, TestServer]:
+    fake = FakeSlack()
+    server = TestServer(fake.app(), host="127.0.0.1")
+    await server.start_server()
+    fake.base = f"http://127.0.0.1:{server.port}"
+    return fake, server
+
+
+def signature_headers(body: str, secret: str, at: float | None = None) -> dict[str, str]:
+    """Slack's request signing: ``v0=`` HMAC-SHA256 of ``v0:<timestamp>:<body>``."""
+    timestamp = str(int(time.time() if at is None else at))
+    digest = hmac.new(secret.encode(), f"v0:{timestamp}:{body}".encode(), hashlib.sha256)
+    return {"X-Slack-Request-Timestamp": timestamp, "X-Slack-Signature": f"v0={digest.hexdigest()}"}
+
+
+@dataclass
+class SlackDelivery:
+    """Slack's side of HTTP mode: signed event callbacks and slash commands to the bot's URL."""
+
+    url: str
+    secret: str
+    fake: FakeSlack
+    session: aiohttp.ClientSession = field(default_factory=aiohttp.ClientSession)
+
+    async def event(self, event: dict[str, Any], *, secret: str | None = None) -> int:
+        """Deliver an Events API callback; returns the HTTP status the bot answered."""
+        body = json.dumps(
+            {
+                "token": "unused",
+                "team_id": TEAM_ID,
+                "api_app_id": API_APP_ID,
+                "type": "event_callback",
+                "event_id": f"Ev{uuid.uuid4().hex[:10]}",
+                "event_time": int(time.time()),
+                "authorizations": [{"team_id": TEAM_ID, "user_id": BOT_USER_ID, "is_bot": True}],
+                "event": event,
+            }
+        )
+        status, _ = await self.post(body, "application/json", secret=secret)
+        return status
+
+    async def command(
+        self, command: str, text: str, *, user_id: str, channel_id: str
+    ) -> tuple[int, str]:
+        """Run a slash command; returns the status and body the bot answered."""
+        form = {
+            "token": "unused",
+            "team_id": TEAM_ID,
+            "api_app_id": API_APP_ID,
+            "channel_id": channel_id,
+            "user_id": user_id,
+            "command": command,
+            "text": text,
+            "response_url": self.fake.response_url(),
+            "trigger_id": "1.2.3",
+        }
+        return await self.post(urlencode(form), "application/x-www-form-urlencoded")
+
+    async def post(
+        self, body: str, content_type: str, *, secret: str | None = None, at: float | None = None
+    ) -> tuple[int, str]:
+        headers = signature_headers(body, secret or self.secret, at)
+        headers["Content-Type"] = content_type
+        async with self.session.post(self.url, data=body.encode(), headers=headers) as response:
+            return response.status, await response.text()
+
+    async def close(self) -> None:
+        await self.session.close()

@@ -1,0 +1,436 @@
+"""The Slack adapter against a local fake of Slack, the real broker and the real model.
+
+Slack's side is ``tests/fake_slack.py``: the bot's real ``AsyncWebClient`` talks to it over
+HTTP, and events and slash commands reach the bot as signed HTTP requests through Bolt's own
+verification. The apps here run with ``process_before_response=True``, so an HTTP answer means
+the listener has finished: tests wait on that, and on what the fake has received, never on time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestServer
+from pydantic import SecretStr
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bots.client import ConciergeClient
+from bots.renderer import Status, footer_for
+from bots.slack_adapter import SlackAdapter, build_app, run_slack
+from bots.slack_format import BODY_CHARS, FOOTER_SEPARATOR, STOP_REACTION, unescape
+from bots.slack_http import EVENTS_PATH, events_web_app
+from broker.amqp import Broker, Delivery
+from broker.protocol import Done, Request, Started, TokenEvent, decode_request
+from config.settings import ConfigError, Settings
+from engine.llm import Backend
+from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
+from tests.fake_slack import BOT_ID, BOT_USER_ID, FakeSlack, Message, SlackDelivery
+from tests.fake_slack import start_fake_slack as start_fake
+from tests.helpers import collect
+
+SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+CHANNEL = "C0GENERAL"
+ASKER = "U0ASKER01"
+STRANGER = "U0STRANGE"
+ADMIN = "U0ADMIN01"
+DONE = footer_for(Status.DONE, "", 0)
+STOPPED = footer_for(Status.STOPPED, "", 0)
+STOPPING = footer_for(Status.STOPPING, "", 0)
+FINAL_MARKS = ("✅", "🛑 stopped", "⚠️", "⌛", "⏱️")  # how the Renderer's final footers begin
+FOOTER_MARKS = ("⏳", "✍", "🛑", "✅", "⚠️", "⌛", "⏱️")
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """conftest's settings with short answers (the bot only needs a few tokens) and Slack set."""
+    return settings.model_copy(
+        update={
+            "max_tokens": 16,
+            "slack_bot_token": SecretStr("xoxb-test"),
+            "slack_app_token": SecretStr("xapp-test"),
+            "slack_signing_secret": SecretStr(SIGNING_SECRET),
+            "slack_edit_interval_s": 0.05,
+            "admin_user_ids": [ADMIN],
+        }
+    )
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeSlack]:
+    fake, server = await start_fake()
+    yield fake
+    await server.close()
+
+
+@dataclass
+class Bot:
+    adapter: SlackAdapter
+    slack: SlackDelivery  # Slack's side: signed deliveries to the bot's events URL
+
+
+@asynccontextmanager
+async def slack_bot(
+    settings: Settings, client: ConciergeClient, fake: FakeSlack, *, max_chars: int = BODY_CHARS
+) -> AsyncIterator[Bot]:
+    """The real Bolt app and adapter, its Web API pointed at the fake, served over HTTP."""
+    web = AsyncWebClient(token="xoxb-test", base_url=fake.api_url)
+    app = build_app(settings, web, process_before_response=True)
+    adapter = SlackAdapter(settings, client, app, max_chars=max_chars)
+    server = TestServer(events_web_app(app), host="127.0.0.1")
+    await server.start_server()
+    slack = SlackDelivery(f"http://127.0.0.1:{server.port}{EVENTS_PATH}", SIGNING_SECRET, fake)
+    try:
+        yield Bot(adapter, slack)
+    finally:
+        await adapter.close(grace_s=1.0)
+        await slack.close()
+        await server.close()
+
+
+@pytest.fixture
+async def bot(settings: Settings, client: ConciergeClient, fake: FakeSlack) -> AsyncIterator[Bot]:
+    async with slack_bot(settings, client, fake) as running:
+        yield running
+
+
+# --- what Slack shows -----------------------------------------------------------------------
+
+
+def mention(text: str, ts: str, *, user: str = ASKER, **extra: Any) -> dict[str, Any]:
+    return {
+        "type": "app_mention",
+        "user": user,
+        "text": f"<@{BOT_USER_ID}> {text}",
+        "ts": ts,
+        "channel": CHANNEL,
+        "event_ts": ts,
+        **extra,
+    }
+
+
+def reaction(user: str, ts: str, name: str = STOP_REACTION) -> dict[str, Any]:
+    item = {"type": "message", "channel": CHANNEL, "ts": ts}
+    return {"type": "reaction_added", "user": user, "reaction": name, "item": item}
+
+
+def answer_messages(fake: FakeSlack, thread_ts: str | None) -> list[Message]:
+    """The answer in a question's thread; for a slash command, in the channel then its thread."""
+    if thread_ts is not None:
+        return fake.thread(CHANNEL, thread_ts)
+    first = fake.thread(CHANNEL, None)[:1]
+    return first + (fake.thread(CHANNEL, first[0].ts) if first else [])
+
+
+def parts(text: str) -> tuple[str, str]:
+    """A message's (unescaped) body and its status line, if it has one."""
+    if text.startswith(FOOTER_MARKS):
+        return "", text
+    body, separator, footer = text.rpartition(FOOTER_SEPARATOR)
+    if separator and footer.startswith(FOOTER_MARKS):
+        return unescape(body), footer
+    return unescape(text), ""
+
+
+def shown(messages: list[Message]) -> tuple[str, str]:
+    """The whole text the answer's messages show now, and the status line of the last one."""
+    bodies = [parts(message.text)[0] for message in messages]
+    return "".join(bodies), parts(messages[-1].text)[1]
+
+
+async def wait_until_shown(
+    fake: FakeSlack,
+    thread_ts: str | None,
+    until: Callable[[str, str], bool] = lambda _, footer: footer.startswith(FINAL_MARKS),
+    timeout_s: float = 60.0,
+) -> list[Message]:
+    """Wait until the answer's messages show a text and footer that satisfy ``until``."""
+
+    def check() -> list[Message] | None:
+        messages = answer_messages(fake, thread_ts)
+        return messages if messages and until(*shown(messages)) else None
+
+    result = await fake.wait_for(check, timeout_s)
+    assert result is not None
+    return result
+
+
+async def direct_answer(client: ConciergeClient, question: str) -> str:
+    """The model's answer asked without Slack (deterministic: temperature 0, fixed seed)."""
+    events = await collect(await client.ask(question, user_id="direct"))
+    assert isinstance(events[-1], Done), events[-1]
+    return events[-1].text
+
+
+# --- asking -----------------------------------------------------------------------------------
+
+
+async def test_a_mention_is_answered_in_its_thread_with_throttled_updates(
+    settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
+) -> None:
+    interval_s = 0.1
+    question = "What is the capital of France?"
+    engine = await start_engine(settings.model_copy(update={"max_tokens": 48}), backend)
+    throttled = settings.model_copy(update={"slack_edit_interval_s": interval_s})
+    async with ConciergeClient(settings, "test") as client:
+        async with slack_bot(throttled, client, fake) as bot:
+            assert await bot.slack.event(mention(question, "100.1")) == 200
+            messages = await wait_until_shown(fake, "100.1")
+        expected = await direct_answer(client, question)
+    await engine.stop()
+
+    assert [message.thread_ts for message in messages] == ["100.1"]
+    assert messages[0].texts[0].startswith("⏳ queued")  # the placeholder
+    assert shown(messages) == (expected, DONE)
+    assert len(messages[0].texts) - 1 == len(fake.calls_of("chat.update")) >= 2
+    posted_and_updated = messages[0].updated_at[:-1]  # the final update may come at any time
+    gaps = [later - earlier for earlier, later in itertools.pairwise(posted_and_updated)]
+    assert gaps and all(gap >= 0.8 * interval_s for gap in gaps), gaps  # one edit per token: ms
+
+
+async def test_ask_is_acknowledged_at_once_and_answered_in_the_channel(
+    bot: Bot, engine: RunningEngine, client: ConciergeClient, fake: FakeSlack
+) -> None:
+    question = "What is the payload of a rocket?"  # Bolt alone misreads "payload" in a form
+    started = time.monotonic()
+    status, body = await bot.slack.command("/ask", question, user_id=ASKER, channel_id=CHANNEL)
+    acknowledged_s = time.monotonic() - started
+
+    assert (status, body) == (200, "")
+    assert acknowledged_s < 3.0
+    messages = await wait_until_shown(fake, None)
+    assert messages[0].thread_ts is None  # in the channel itself
+    assert shown(messages) == (await direct_answer(client, question), DONE)
+
+
+async def test_a_long_answer_continues_in_thread_replies(
+    settings: Settings, engine: RunningEngine, client: ConciergeClient, fake: FakeSlack
+) -> None:
+    question = "Say hello."
+    async with slack_bot(settings, client, fake, max_chars=40) as bot:
+        await bot.slack.command("/ask", question, user_id=ASKER, channel_id=CHANNEL)
+        messages = await wait_until_shown(fake, None)
+
+    expected = await direct_answer(client, question)
+    assert len(messages) >= 3
+    first, *continuations = messages
+    assert all(message.thread_ts == first.ts for message in continuations)
+    assert all(len(parts(message.text)[0]) <= 40 for message in messages)
+    assert all(parts(message.text)[1] == "" for message in messages[:-1])
+    assert shown(messages) == (expected, DONE)
+
+
+async def test_generated_mentions_never_ping(bot: Bot, broker: Broker, fake: FakeSlack) -> None:
+    """A scripted engine on the real broker answers with text full of Slack markup."""
+    answer = "Hi <!channel> and <!here>, ask <@U123|bob> & see <https://evil.example|this>."
+    questions: list[Request] = []
+
+    async def scripted_engine(delivery: Delivery) -> None:
+        request = decode_request(delivery.body, delivery.content_type)
+        questions.append(request)
+        fields = {"session_id": request.session_id}
+        await broker.send_event(Started(**fields, seq=0, waited_s=0), request.reply_to)
+        await broker.send_event(TokenEvent(**fields, seq=1, text=answer), request.reply_to)
+        done = Done(**fields, seq=2, text=answer, tokens=1, ttft_s=0, tokens_per_s=0, elapsed_s=0)
+        await broker.send_event(done, request.reply_to)
+        await delivery.ack()
+
+    await broker.consume_requests(scripted_engine)
+    await bot.slack.event(mention("is 1 &lt; 2 &amp;&amp; 3 &gt; 2?", "200.1"))
+    messages = await wait_until_shown(fake, "200.1")
+
+    assert [request.question for request in questions] == ["is 1 < 2 && 3 > 2?"]
+    assert shown(messages) == (answer, DONE)
+    for text in messages[0].texts:
+        assert "<" not in text and ">" not in text
+    assert messages[0].text.startswith("Hi &lt;!channel&gt; and &lt;!here&gt;, ask &lt;@U123|bob")
+    posted = fake.calls_of("chat.postMessage")[0].params
+    assert (posted["parse"], posted["link_names"], posted["unfurl_links"]) == ("none", False, False)
+
+
+async def test_a_ratelimited_update_is_waited_out(
+    bot: Bot, engine: RunningEngine, client: ConciergeClient, fake: FakeSlack
+) -> None:
+    fake.rate_limit("chat.update", retry_after_s=1)
+    await bot.slack.event(mention("Say hello.", "300.1"))
+    messages = await wait_until_shown(fake, "300.1")
+
+    assert shown(messages) == (await direct_answer(client, "Say hello."), DONE)
+    updates = fake.calls_of("chat.update")
+    assert updates[0].ratelimited and not any(call.ratelimited for call in updates[1:])
+    assert updates[1].at - updates[0].at >= 1.0  # Retry-After was honoured
+
+
+# --- stopping ---------------------------------------------------------------------------------
+
+
+async def test_the_askers_reaction_stops_the_answer_and_a_strangers_does_not(
+    settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
+) -> None:
+    engine = await start_engine(settings.model_copy(update={"max_tokens": 400}), backend)
+    # Every event shown at once, so the "stopping" state is sure to be seen.
+    every_event = settings.model_copy(update={"slack_edit_interval_s": 0.0})
+    async with (
+        ConciergeClient(settings, "test") as client,
+        slack_bot(every_event, client, fake) as bot,
+    ):
+        await bot.slack.event(mention(LONG_QUESTION, "400.1"))
+        answer_ts = (await wait_until_shown(fake, "400.1", lambda text, _: len(text) > 10))[0].ts
+        answer = bot.adapter.answers.find(CHANNEL, answer_ts)
+        assert answer is not None
+
+        assert await bot.slack.event(reaction(STRANGER, answer_ts)) == 200
+        assert await bot.slack.event(reaction(ASKER, "400.1", name="thumbsup")) == 200
+        assert answer.stopped_by is None
+        assert [call.params["user"] for call in fake.calls_of("users.info")] == [STRANGER]
+
+        assert await bot.slack.event(reaction(ASKER, "400.1")) == 200  # on the question
+        assert answer.stopped_by == ASKER
+        messages = await wait_until_shown(fake, "400.1")
+    await engine.stop()
+
+    text, footer = shown(messages)
+    assert footer == STOPPED
+    assert any(parts(version)[1] == STOPPING for version in messages[-1].texts)
+    assert len(text) < 1000  # far from the 400 tokens it would have written
+
+
+async def test_a_queued_question_is_stopped_by_an_admin_before_it_starts(
+    settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
+) -> None:
+    engine = await start_engine(settings.model_copy(update={"max_tokens": 400}), backend)
+    fake.users["U0WSADMIN"] = {"is_admin": True}  # a workspace admin, not in admin_user_ids
+    async with (
+        ConciergeClient(settings, "test") as client,
+        slack_bot(settings, client, fake) as bot,
+    ):
+        running = await client.ask(LONG_QUESTION, user_id="someone")
+        await running.next_item()  # the engine is busy with it
+        await bot.slack.event(mention("And what about dogs?", "500.1"))
+        queued = await wait_until_shown(fake, "500.1", lambda _, footer: footer.startswith("⏳"))
+
+        assert await bot.slack.event(reaction("U0WSADMIN", queued[0].ts)) == 200
+        messages = await wait_until_shown(fake, "500.1")
+        await client.cancel(running, "someone")
+        await collect(running)
+    await engine.stop()
+
+    assert shown(messages) == ("", STOPPED)
+    assert all(parts(version)[0] == "" for version in messages[0].texts)  # no token shown
+
+
+# --- refusing ---------------------------------------------------------------------------------
+
+
+async def test_a_bad_signature_or_a_stale_request_is_rejected(
+    bot: Bot, broker: Broker, fake: FakeSlack
+) -> None:
+    assert await bot.slack.event(mention("hello?", "600.1"), secret="not-the-secret") == 401
+    body = '{"type": "event_callback", "event": {"type": "app_mention"}}'
+    stale = time.time() - 600
+    assert (await bot.slack.post(body, "application/json", at=stale))[0] == 401
+    assert await bot.slack.event(reaction(ASKER, "600.1")) == 200  # signed properly: accepted
+
+    assert await broker.request_queue_depth() == 0
+    assert fake.calls_of("chat.postMessage") == []
+
+
+async def test_mentions_from_bots_itself_or_other_channels_are_ignored(
+    settings: Settings, client: ConciergeClient, broker: Broker, fake: FakeSlack
+) -> None:
+    elsewhere = settings.model_copy(update={"allowed_channel_ids": ["C0OTHER"]})
+    async with slack_bot(elsewhere, client, fake) as bot:
+        assert await bot.slack.event(mention("not here", "700.1")) == 200
+        status, body = await bot.slack.command("/ask", "hi", user_id=ASKER, channel_id=CHANNEL)
+    async with slack_bot(settings, client, fake) as bot:
+        await bot.slack.event(mention("from a bot", "700.2", user="U0OTHERBOT", bot_id="B0OTHER"))
+        await bot.slack.event(mention("from myself", "700.3", user=BOT_USER_ID, bot_id=BOT_ID))
+
+    assert (status, body) == (200, "I don't answer in this channel.")
+    assert await broker.request_queue_depth() == 0
+    assert fake.calls_of("chat.postMessage") == []
+
+
+async def test_rescrape_is_refused_to_non_admins(bot: Bot, broker: Broker, fake: FakeSlack) -> None:
+    status, _ = await bot.slack.command("/rescrape", "", user_id=STRANGER, channel_id=CHANNEL)
+
+    assert status == 200
+    assert [(r["response_type"], r["text"]) for r in fake.responses] == [
+        ("ephemeral", "Only admins can rebuild the knowledge base.")
+    ]
+    assert await broker.request_queue_depth() == 0
+    assert fake.calls_of("chat.postMessage") == []
+
+
+async def test_rescrape_streams_progress_for_admins(
+    site_settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
+) -> None:
+    settings = site_settings.model_copy(update={"slack_edit_interval_s": 0.0})  # show every event
+    engine = await start_engine(settings, backend)
+    async with (
+        ConciergeClient(settings, "test") as client,
+        slack_bot(settings, client, fake) as bot,
+    ):
+        status, _ = await bot.slack.command("/rescrape", "", user_id=ADMIN, channel_id=CHANNEL)
+        messages = await wait_until_shown(fake, None)
+    await engine.stop()
+
+    assert status == 200
+    assert len(messages) == 1  # one message, updated in place
+    progress = [parts(text)[0] for text in messages[0].texts if parts(text)[0]]
+    assert any(text.startswith("Rescrape: ") for text in progress), progress
+    text, footer = shown(messages)
+    assert footer == DONE
+    assert text.startswith("Rescrape done")
+
+
+# --- Socket Mode, through run_slack -----------------------------------------------------------
+
+
+async def test_run_slack_in_socket_mode_answers_a_mention(
+    settings: Settings, engine: RunningEngine, broker: Broker, fake: FakeSlack
+) -> None:
+    stop = asyncio.Event()
+    web = AsyncWebClient(token="xoxb-test", base_url=fake.api_url)
+    bot = asyncio.create_task(run_slack(settings, stop, web=web))
+    envelope = {
+        "envelope_id": "env-1",
+        "type": "events_api",
+        "accepts_response_payload": False,
+        "payload": {
+            "team_id": "T0000001",
+            "api_app_id": "A0000001",
+            "type": "event_callback",
+            "event_id": "Ev0001",
+            "event": mention("Say hello.", "800.1"),
+        },
+    }
+    await fake.send_envelope(envelope)
+    await fake.wait_for(lambda: fake.acks)
+    messages = await wait_until_shown(fake, "800.1")
+    stop.set()
+    await asyncio.wait_for(bot, 30)
+
+    assert fake.acks == [{"envelope_id": "env-1"}]
+    assert fake.calls_of("apps.connections.open")
+    assert shown(messages)[1] == DONE
+    assert shown(messages)[0]
+
+
+async def test_run_slack_names_a_missing_or_refused_token(
+    settings: Settings, fake: FakeSlack
+) -> None:
+    web = AsyncWebClient(token="xoxb-revoked", base_url=fake.api_url)
+    fake.errors["auth.test"] = "invalid_auth"
+    no_app_token = settings.model_copy(update={"slack_app_token": None})
+
+    with pytest.raises(ConfigError, match="slack_app_token"):
+        await run_slack(no_app_token, asyncio.Event(), web=web)
+    with pytest.raises(ConfigError, match=r"slack_bot_token.*invalid_auth"):
+        await run_slack(settings, asyncio.Event(), web=web)
