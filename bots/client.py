@@ -8,11 +8,15 @@ import uuid
 from typing import Literal
 
 from bots.session import Session, SessionRegistry, StopRequested
-from broker.amqp import Broker, Delivery
+from broker.amqp import Broker, Delivery, QueueFull
 from broker.protocol import Cancel, ProtocolError, decode_event, make_request
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
+
+
+class AskRefused(Exception):
+    """The request was not queued; the message says why, in words for the asker."""
 
 
 class ConciergeClient:
@@ -48,7 +52,12 @@ class ConciergeClient:
         *,
         ttl_s: float | None = None,
     ) -> Session:
-        """Queue a request and return its session; ``queued_ahead`` says how many wait before it."""
+        """Queue a request and return its session; ``queued_ahead`` says how many wait before it.
+
+        Raises ``AskRefused`` (and queues nothing) for a question over the length limit, an
+        asker who already has ``max_waiting_per_user`` requests open, or a full queue.
+        """
+        self._check_limits(question, user_id)
         request = make_request(
             reply_to=self.bot_id,
             user_id=user_id,
@@ -65,8 +74,28 @@ class ConciergeClient:
         session = Session(request, timeout_s=timeout_s)
         self.sessions.add(session)
         session.queued_ahead = await self.broker.request_queue_depth()
-        await self.broker.send_request(request)
+        try:
+            await self.broker.send_request(request)
+        except QueueFull:
+            self.sessions.remove(session.session_id)
+            raise AskRefused(
+                "I'm busy right now: too many questions are waiting. "
+                "Please try again in a few minutes."
+            ) from None
         return session
+
+    def _check_limits(self, question: str, user_id: str) -> None:
+        limit = self.settings.max_question_chars
+        if len(question) > limit:
+            raise AskRefused(
+                f"That question is too long ({len(question)} characters; the limit is {limit})."
+            )
+        waiting = self.sessions.count_for_user(user_id)
+        if waiting >= self.settings.max_waiting_per_user:
+            raise AskRefused(
+                f"You already have {waiting} questions open; "
+                "please wait for an answer before asking more."
+            )
 
     async def cancel(self, session: Session, user_id: str) -> None:
         """Publish a cancel on the cancel queue and tell the session's renderer at once."""

@@ -78,5 +78,8 @@ class SessionRegistry:
         session.items.put_nowait(event)
         return True
 
+    def count_for_user(self, user_id: str) -> int:
+        return sum(1 for session in self._sessions.values() if session.user_id == user_id)
+
     def __len__(self) -> int:
         return len(self._sessions)

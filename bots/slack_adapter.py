@@ -23,7 +23,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bots.client import ConciergeClient
+from bots.client import AskRefused, ConciergeClient
 from bots.renderer import Renderer
 from bots.session import Session
 from bots.slack_format import BODY_CHARS, STOP_REACTION, question_from_mention, unescape
@@ -183,6 +183,9 @@ class SlackAdapter:
         """Queue the request and render its session until it ends."""
         try:
             session = await self.client.ask(question, user_id, kind=kind)
+        except AskRefused as refusal:
+            await self._say(channel, thread_ts, f"⚠️ {refusal}")
+            return
         except Exception:
             log.exception("slack: could not queue a %s from %s", kind, user_id)
             await self._say(channel, thread_ts, ENGINE_DOWN)

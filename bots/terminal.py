@@ -16,7 +16,7 @@ from typing import Literal, TextIO
 
 from rich.console import Console
 
-from bots.client import ConciergeClient
+from bots.client import AskRefused, ConciergeClient
 from bots.session import ReplyTimeout, Session, StopRequested
 from broker.protocol import (
     TERMINAL_TYPES,
@@ -122,7 +122,11 @@ async def ask(
     """One question (or a rescrape); the answer on stdout. Exit 0 when done, 130 when stopped."""
     err = Console(stderr=True)
     async with ConciergeClient(settings, "terminal") as client:
-        session = await client.ask(question, user_id=getpass.getuser(), kind=kind)
+        try:
+            session = await client.ask(question, user_id=getpass.getuser(), kind=kind)
+        except AskRefused as refusal:
+            err.print(f"[red]not asked:[/] {refusal}")
+            return EXIT_FAILED
         answer = TerminalAnswer(session, sys.stdout, err, as_json=as_json)
         _on_sigint(lambda: _in_background(client.cancel(session, session.user_id)))
         try:
@@ -151,7 +155,11 @@ async def chat(settings: Settings) -> int:
         while (question := await _prompt(lines, leave, err)) is not None:
             if not question:
                 continue
-            session = await client.ask(question, user_id=getpass.getuser())
+            try:
+                session = await client.ask(question, user_id=getpass.getuser())
+            except AskRefused as refusal:
+                err.print(f"[red]not asked:[/] {refusal}")
+                continue
             current.append(session)
             await TerminalAnswer(session, sys.stdout, err, as_json=False).follow()
             current.clear()

@@ -25,6 +25,7 @@ from aio_pika.abc import (
     AbstractRobustChannel,
     AbstractRobustConnection,
 )
+from aio_pika.exceptions import DeliveryError
 from aiormq.exceptions import (
     AMQPConnectionError,
     ChannelInvalidStateError,
@@ -53,6 +54,10 @@ Handler = Callable[[Delivery], Awaitable[None]]
 
 DEAD_QUEUE_MAX_LENGTH = 10_000
 IDLE_QUEUE_EXPIRES_MS = 3_600_000  # a reply/cancel queue nobody uses is dropped after an hour
+
+
+class QueueFull(Exception):
+    """The request queue is at its length limit; the broker refused the request."""
 
 
 class BrokerUnavailable(ConnectionError):
@@ -146,7 +151,11 @@ class Broker:
         return await channel.declare_queue(
             self.names.request_queue,
             durable=True,
-            arguments={"x-dead-letter-exchange": self.names.expired_exchange},
+            arguments={
+                "x-dead-letter-exchange": self.names.expired_exchange,
+                "x-max-length": self.settings.request_queue_max_length,
+                "x-overflow": "reject-publish",
+            },
         )
 
     # --- publishing ---------------------------------------------------------------------
@@ -163,7 +172,12 @@ class Broker:
             reply_to=request.reply_to,
             type=request.type,
         )
-        await self._publish(self._confirm, self._exchanges["request"], message, REQUEST_ROUTING_KEY)
+        try:
+            await self._publish(
+                self._confirm, self._exchanges["request"], message, REQUEST_ROUTING_KEY
+            )
+        except DeliveryError:  # nacked: x-max-length with reject-publish
+            raise QueueFull("the request queue is full") from None
 
     async def send_cancel(self, cancel: Cancel, *, fifo_trap: bool = False) -> None:
         """Publish a cancel on the cancel exchange, which no queued request can delay.

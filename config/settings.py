@@ -53,6 +53,7 @@ class Settings(BaseSettings):
     broker_url: SecretStr = SecretStr("amqp://guest:guest@127.0.0.1:5672/")
     prefix: str = Field("concierge", pattern=r"^[A-Za-z0-9_.-]{1,100}$")
     request_ttl_s: float = Field(300.0, gt=0)
+    request_queue_max_length: int = Field(1000, ge=1)
     heartbeat_s: int = Field(30, ge=0)
     connect_timeout_s: float = Field(10.0, gt=0)
 
@@ -88,6 +89,7 @@ class Settings(BaseSettings):
 
     # --- bots ---
     bot_name: str = Field("", pattern=r"^[A-Za-z0-9_.-]{0,100}$")
+    max_waiting_per_user: int = Field(3, ge=1)
     reply_timeout_s: float = Field(360.0, gt=0)
     rescrape_reply_timeout_s: float = Field(7500.0, gt=0)
     edit_interval_s: float = Field(1.0, ge=0)

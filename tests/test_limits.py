@@ -1,0 +1,64 @@
+"""Overload and oversize: the asker over a limit is told at once, and nobody else is affected."""
+
+from __future__ import annotations
+
+import pytest
+
+from bots.client import AskRefused, ConciergeClient
+from broker.amqp import Broker
+from config.settings import Settings
+from tests.helpers import collect
+
+
+async def test_a_question_over_the_length_limit_is_refused_before_queueing(
+    settings: Settings, broker: Broker
+) -> None:
+    settings = settings.model_copy(update={"max_question_chars": 10})
+    async with ConciergeClient(settings, "test") as client:
+        with pytest.raises(AskRefused, match="too long"):
+            await client.ask("x" * 11, user_id="u1")
+    assert await broker.request_queue_depth() == 0
+
+
+async def test_the_per_user_cap_refuses_only_that_user(settings: Settings, broker: Broker) -> None:
+    settings = settings.model_copy(update={"max_waiting_per_user": 2})
+    async with ConciergeClient(settings, "test") as client:
+        await client.ask("one", user_id="busy-user")
+        await client.ask("two", user_id="busy-user")
+        with pytest.raises(AskRefused, match="already have 2 questions open"):
+            await client.ask("three", user_id="busy-user")
+        await client.ask("someone else's", user_id="other-user")
+    assert await broker.request_queue_depth() == 3
+
+
+async def test_a_full_request_queue_refuses_the_next_asker_at_once(
+    settings: Settings, broker: Broker
+) -> None:
+    await broker.delete_all()  # re-declare the topology with a tiny queue
+    settings = settings.model_copy(update={"request_queue_max_length": 2})
+    async with Broker(settings), ConciergeClient(settings, "test") as client:
+        first = await client.ask("one", user_id="a")
+        await client.ask("two", user_id="b")
+        with pytest.raises(AskRefused, match="busy"):
+            await client.ask("three", user_id="c")
+        assert client.sessions.get(first.session_id) is first  # the others still wait
+        assert len(client.sessions) == 2
+
+
+async def test_the_engine_refuses_an_oversized_question_too(
+    settings: Settings, broker: Broker, engine: object
+) -> None:
+    from bots.session import Session
+    from broker.protocol import Failed, make_request
+
+    async with ConciergeClient(settings, "test") as client:
+        long_question = "y" * (settings.max_question_chars + 1)
+        request = make_request(
+            reply_to=client.bot_id, user_id="u", question=long_question, ttl_s=30
+        )
+        session = Session(request, timeout_s=30)
+        client.sessions.add(session)
+        await broker.send_request(request)  # a client that skipped the bot's own check
+        events = await collect(session)
+    assert [type(event) for event in events] == [Failed]
+    assert "question too long" in events[0].reason
