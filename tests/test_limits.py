@@ -7,6 +7,7 @@ import pytest
 from bots.client import AskRefused, ConciergeClient
 from broker.amqp import Broker
 from config.settings import Settings
+from tests.conftest import RunningEngine
 from tests.helpers import collect
 
 
@@ -46,7 +47,7 @@ async def test_a_full_request_queue_refuses_the_next_asker_at_once(
 
 
 async def test_the_engine_refuses_an_oversized_question_too(
-    settings: Settings, broker: Broker, engine: object
+    settings: Settings, broker: Broker, engine: RunningEngine
 ) -> None:
     from bots.session import Session
     from broker.protocol import Failed, make_request
