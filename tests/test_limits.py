@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from bots.client import AskRefused, ConciergeClient
+from bots.session import Session
 from broker.amqp import Broker
+from broker.protocol import Failed, make_request
 from config.settings import Settings
 from tests.conftest import RunningEngine
 from tests.helpers import collect
@@ -49,9 +51,6 @@ async def test_a_full_request_queue_refuses_the_next_asker_at_once(
 async def test_the_engine_refuses_an_oversized_question_too(
     settings: Settings, broker: Broker, engine: RunningEngine
 ) -> None:
-    from bots.session import Session
-    from broker.protocol import Failed, make_request
-
     async with ConciergeClient(settings, "test") as client:
         long_question = "y" * (settings.max_question_chars + 1)
         request = make_request(
