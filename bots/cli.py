@@ -76,6 +76,10 @@ AdapterRun = Callable[[Settings, asyncio.Event], Awaitable[None]]
 def _configured_adapters(settings: Settings) -> list[AdapterRun]:
     """The platform adapters whose tokens are set."""
     adapters: list[AdapterRun] = []
+    if settings.discord_token is not None:
+        from bots.discord_adapter import run_discord
+
+        adapters.append(run_discord)
     if settings.slack_bot_token is not None:
         from bots.slack_adapter import run_slack
 
@@ -98,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("engine", help="run the engine worker")
     commands.add_parser("up", help="run the engine and every configured adapter")
     commands.add_parser("chat", help="chat with the bot in this terminal")
+    commands.add_parser("discord", help="run the Discord bot")
     commands.add_parser("slack", help="run the Slack bot")
     ask = commands.add_parser("ask", help="ask one question, stream the answer to stdout")
     ask.add_argument("question")
@@ -123,6 +128,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> Awaitable[int]:
             return up_command(settings)
         case "chat":
             return terminal.chat(settings)
+        case "discord":
+            from bots.discord_adapter import run_discord
+
+            return adapter_command(run_discord, settings)
         case "slack":
             from bots.slack_adapter import run_slack
 

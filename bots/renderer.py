@@ -8,6 +8,7 @@ shows the state in a footer. Nothing of the text is lost: the final event carrie
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -19,6 +20,10 @@ from bots.session import ReplyTimeout, Session, SessionItem, StopRequested
 from broker.protocol import Cancelled, Done, Expired, Failed, Progress, Started, TokenEvent
 
 log = logging.getLogger(__name__)
+
+
+FINAL_EDIT_ATTEMPTS = 3
+FINAL_EDIT_RETRY_S = 1.0
 
 
 class Status(StrEnum):
@@ -130,8 +135,16 @@ class Renderer:
                 last_event_at = self.clock()
             if self._dirty and self.clock() - self._last_edit_at >= self.edit_interval_s:
                 await self._publish()
-        await self._publish()
+        await self._publish_final()
         return self.status
+
+    async def _publish_final(self) -> None:
+        """The final edit matters most (it carries the whole text): try it a few times."""
+        for _ in range(FINAL_EDIT_ATTEMPTS):
+            await self._publish()
+            if not self._dirty:
+                return
+            await asyncio.sleep(max(self.edit_interval_s, FINAL_EDIT_RETRY_S))
 
     def _wait_s(self, idle_left: float) -> float:
         if not self._dirty:

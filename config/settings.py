@@ -60,6 +60,7 @@ class Settings(BaseSettings):
     # --- engine ---
     engine_name: str = Field("engine", pattern=r"^[A-Za-z0-9_.-]{1,100}$")
     purge_on_start: bool = True
+    shutdown_grace_s: float = Field(10.0, ge=0)
     answer_time_limit_s: float = Field(300.0, gt=0)
     rescrape_time_limit_s: float = Field(7200.0, gt=0)
     cancelled_sessions_max: int = Field(10_000, ge=1)

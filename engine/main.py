@@ -53,5 +53,5 @@ async def run_engine(
         if ready is not None:
             ready.set_result(worker)
         await stop.wait()
-        await worker.stop()
+        await worker.stop(settings.shutdown_grace_s)
     return worker

@@ -80,7 +80,8 @@ class Worker:
                 continue
             request = await self._decode_or_bury(delivery, decode_request)
             if request is not None:
-                await Replies(self.broker, request).send(Failed, reason=RESTARTED)
+                reason = INTERRUPTED if delivery.redelivered else RESTARTED
+                await Replies(self.broker, request).send(Failed, reason=reason)
                 await delivery.ack()
         return purged
 
@@ -93,7 +94,7 @@ class Worker:
         """Until no job runs."""
         await self._idle.wait()
 
-    async def stop(self, grace_s: float = 10.0) -> None:
+    async def stop(self, grace_s: float) -> None:
         """Take no more requests; let the current answer finish, or stop it after ``grace_s``."""
         await self.broker.pause_requests()
         try:

@@ -189,3 +189,15 @@ async def test_ctrl_c_in_chat_stops_the_answer_and_the_prompt_returns(
     assert process.returncode == 0
     assert "stopped" in stderr.decode()
     assert "done ·" in stderr.decode()  # the next question was still answered
+
+
+@pytest.mark.parametrize(
+    ("command", "field"), [("discord", "discord_token"), ("slack", "slack_bot_token")]
+)
+async def test_an_adapter_without_its_token_fails_at_start_naming_it(
+    settings: Settings, command: str, field: str
+) -> None:
+    process = await concierge(command, env=cli_env(settings))
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 78
+    assert f"CONCIERGE_{field.upper()}" in stderr.decode()

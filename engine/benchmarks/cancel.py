@@ -113,7 +113,7 @@ async def measure_prefill(rig: Rig, question: str, runs: int) -> dict[str, Any]:
     engine_ttft: list[float | None] = []
     client_ttft: list[float | None] = []
     for _ in range(runs):
-        trace = Trace(await rig.client.ask(question, "bench-baseline"))
+        trace = await rig.ask(question, "bench-baseline")
         end = await trace.end()
         if not isinstance(end, Done):
             raise BenchError(f"the prefill baseline ended with {end.type}, not done")
@@ -169,7 +169,7 @@ async def measure_once(
     cancel_after_s: float | None,
 ) -> dict[str, Any]:
     """One long answer, ``depth`` requests behind it, one cancel; what it took to stop."""
-    target = Trace(await rig.client.ask(question, "bench-target"))
+    target = await rig.ask(question, "bench-target")
     if not await target.wait_for(lambda: target.started is not None):
         raise BenchError(f"the running answer ended before it started: {target.terminal}")
     if config.phase == "decode":
@@ -209,13 +209,14 @@ async def measure_once(
 
 async def _queue_fillers(rig: Rig, depth: int) -> list[Trace]:
     """``depth`` short requests, all confirmed by the broker before the cancel is published."""
-    sessions = await asyncio.gather(
-        *(
-            rig.client.ask(f"{FILLER_MARK} Say hello number {i}.", "bench-filler")
-            for i in range(depth)
+    return list(
+        await asyncio.gather(
+            *(
+                rig.ask(f"{FILLER_MARK} Say hello number {i}.", f"bench-filler-{i}")
+                for i in range(depth)
+            )
         )
     )
-    return [Trace(session) for session in sessions]
 
 
 def _count(outcomes: Any) -> dict[str, int]:

@@ -72,8 +72,10 @@ async def burst(rig: Rig, config: QueueConfig, progress: Progress) -> dict[str, 
     for index in range(config.requests):
         client = rig.clients[index % len(rig.clients)]
         question = f"Question {index}: what is {index} plus one?"
-        session = await client.ask(question, f"bench-asker-{index}")
-        traces.append(Trace(session, timeout_s=config.ttl_s + LOST_MARGIN_S))
+        timeout_s = config.ttl_s + LOST_MARGIN_S
+        traces.append(
+            await rig.ask(question, f"bench-asker-{index}", client=client, timeout_s=timeout_s)
+        )
     published_s = time.monotonic() - began
     progress(f"{config.requests} requests published in {published_s:.2f} s; waiting for answers")
     ends = await asyncio.gather(*(trace.task for trace in traces))

@@ -106,10 +106,16 @@ class BenchBackend:
 
 
 class Trace:
-    """Follows one session in a task, stamping each event with its arrival time."""
+    """Follows one session in a task, stamping each event with its arrival time.
 
-    def __init__(self, session: Session, timeout_s: float | None = None) -> None:
+    When the session ends, ``client`` forgets it: the client caps how many a user has open.
+    """
+
+    def __init__(
+        self, session: Session, client: ConciergeClient, timeout_s: float | None = None
+    ) -> None:
         self.session = session
+        self.client = client
         self.arrivals: list[tuple[float, ReplyEvent]] = []
         self._changed = asyncio.Event()
         self.task: asyncio.Task[ReplyEvent | None] = asyncio.create_task(self._follow(timeout_s))
@@ -128,6 +134,7 @@ class Trace:
         except ReplyTimeout:
             return None
         finally:
+            self.client.forget(self.session)
             self._changed.set()
 
     @property
@@ -188,6 +195,18 @@ class Rig:
     @property
     def client(self) -> ConciergeClient:
         return self.clients[0]
+
+    async def ask(
+        self,
+        question: str,
+        user_id: str,
+        *,
+        client: ConciergeClient | None = None,
+        timeout_s: float | None = None,
+    ) -> Trace:
+        """Ask as ``user_id`` (each asker its own: the client caps questions per user)."""
+        client = client or self.client
+        return Trace(await client.ask(question, user_id), client, timeout_s)
 
     async def add_client(self) -> ConciergeClient:
         client = await ConciergeClient(self.settings, "bench").start()

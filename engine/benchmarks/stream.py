@@ -19,7 +19,6 @@ from engine.benchmarks.rig import (
     BenchError,
     Progress,
     Rig,
-    Trace,
     document,
     running_rig,
     summarize,
@@ -127,7 +126,7 @@ async def measure_in_process(rig: Rig, question: str) -> dict[str, Any]:
 async def measure_pipeline(rig: Rig, question: str) -> dict[str, Any]:
     """Asked like a bot asks; timed by when the tokens reach the client."""
     began = time.monotonic()
-    trace = Trace(await rig.client.ask(question, "bench-stream"))
+    trace = await rig.ask(question, "bench-stream")
     end = await trace.end()
     if not isinstance(end, Done):
         raise BenchError(f"the pipeline answer ended with {end.type}, not done")

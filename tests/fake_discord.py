@@ -1,0 +1,413 @@
+"""A fake of Discord's REST API over real HTTP on 127.0.0.1, recording every call.
+
+A real ``discord.Client`` talks to it once ``discord.http.Route.BASE`` points at ``base``. It
+keeps the messages the bot posts (with their latest content), answers a 429 when told to, and
+lets a test wait for a call without sleeping. Gateway payloads for the bot to parse are built
+here too, so the tests read as what happens rather than as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import re
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+API = "/api/v10"
+BOT_ID = 1_100_000_000_000_000_001
+APP_ID = 1_100_000_000_000_000_002
+OWNER_ID = 1_100_000_000_000_000_003
+BOT_USER = {"id": str(BOT_ID), "username": "Concierge", "discriminator": "0", "avatar": None}
+BOT_USER |= {"bot": True, "global_name": None}
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+JsonValue = Any
+
+
+@dataclass(frozen=True)
+class Call:
+    """One HTTP call as the fake saw it: when it arrived, what it asked and how it was answered."""
+
+    method: str
+    path: str  # without the /api/v10 prefix
+    body: JsonValue
+    at: float  # time.monotonic() on arrival
+    status: int
+    response: JsonValue
+
+
+@dataclass
+class RateLimit:
+    """Answer the next ``times`` calls matching ``method`` and ``path`` with a 429."""
+
+    method: str
+    path: re.Pattern[str]
+    retry_after_s: float
+    times: int = 1
+
+
+@dataclass
+class FakeDiscord:
+    calls: list[Call] = field(default_factory=list)
+    messages: dict[int, dict[str, Any]] = field(default_factory=dict)  # posted by the bot
+    rate_limits: list[RateLimit] = field(default_factory=list)
+    base: str = ""
+    _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1_200_000_000))
+    _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    def new_id(self) -> int:
+        return 1_300_000_000_000_000_000 + next(self._ids)
+
+    # --- what tests ask ---------------------------------------------------------------------
+
+    def rate_limit(self, method: str, path: str, retry_after_s: float, times: int = 1) -> None:
+        """The next ``times`` calls to ``method`` with a path matching ``path`` get a 429."""
+        self.rate_limits.append(RateLimit(method, re.compile(path), retry_after_s, times))
+
+    async def wait_for(self, predicate: Callable[[Call], bool], timeout_s: float = 60.0) -> Call:
+        """The first call (already made or yet to come) for which ``predicate`` holds."""
+
+        def found() -> Call | None:
+            return next((call for call in self.calls if predicate(call)), None)
+
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(lambda: found() is not None), timeout_s)
+        call = found()
+        assert call is not None
+        return call
+
+    def posts(self) -> list[Call]:
+        """Messages the bot created, in order (answered 200)."""
+        return [
+            call
+            for call in self.calls
+            if call.method == "POST"
+            and re.fullmatch(r"/channels/\d+/messages", call.path)
+            and call.status == 200
+        ]
+
+    def edits(self, message_id: int) -> list[Call]:
+        """Successful edits of one message, in order."""
+        return [
+            call
+            for call in self.calls
+            if call.method == "PATCH"
+            and call.path.endswith(f"/messages/{message_id}")
+            and call.status == 200
+        ]
+
+    def replies_to(self, message_id: int) -> list[Call]:
+        return [
+            call
+            for call in self.posts()
+            if str((call.body.get("message_reference") or {}).get("message_id")) == str(message_id)
+        ]
+
+    # --- the server -------------------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._record])
+        routes = [
+            web.get(f"{API}/users/@me", self._me),
+            web.get(f"{API}/oauth2/applications/@me", self._application),
+            web.put(f"{API}/applications/{{app}}/commands", self._sync_commands),
+            web.post(f"{API}/channels/{{channel}}/messages", self._create_message),
+            web.patch(f"{API}/channels/{{channel}}/messages/{{message}}", self._edit_message),
+            web.put(f"{API}/channels/{{c}}/messages/{{m}}/reactions/{{emoji}}/@me", self._empty),
+            web.delete(f"{API}/channels/{{c}}/messages/{{m}}/reactions/{{emoji}}/@me", self._empty),
+            web.post(f"{API}/interactions/{{id}}/{{token}}/callback", self._interaction_callback),
+        ]
+        app.add_routes(routes)
+        return app
+
+    @web.middleware
+    async def _record(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        arrived_at = time.monotonic()
+        path = request.path.removeprefix(API)
+        raw = await request.read()
+        body = json.loads(raw) if raw and request.content_type == "application/json" else None
+        limit = self._rate_limit_for(request.method, path)
+        if limit is not None:
+            response: web.StreamResponse = _rate_limited(limit.retry_after_s)
+        else:
+            try:
+                response = await handler(request)
+            except web.HTTPException as error:
+                response = _json({"message": error.reason, "code": 0}, status=error.status)
+        answer = (
+            json.loads(response.body)
+            if isinstance(response, web.Response) and response.body
+            else None
+        )
+        async with self._changed:
+            self.calls.append(Call(request.method, path, body, arrived_at, response.status, answer))
+            self._changed.notify_all()
+        return response
+
+    def _rate_limit_for(self, method: str, path: str) -> RateLimit | None:
+        for limit in self.rate_limits:
+            if limit.times > 0 and limit.method == method and limit.path.search(path):
+                limit.times -= 1
+                return limit
+        return None
+
+    async def _me(self, _: web.Request) -> web.Response:
+        return _json(BOT_USER)
+
+    async def _application(self, _: web.Request) -> web.Response:
+        owner = {"id": str(OWNER_ID), "username": "owner", "discriminator": "0", "avatar": None}
+        return _json(
+            {
+                "id": str(APP_ID),
+                "name": "Concierge",
+                "description": "",
+                "icon": None,
+                "bot_public": False,
+                "bot_require_code_grant": False,
+                "owner": owner,
+                "verify_key": "0" * 64,
+                "flags": 0,
+            }
+        )
+
+    async def _sync_commands(self, request: web.Request) -> web.Response:
+        commands = await request.json()
+        return _json(
+            [
+                {**command, "id": str(self.new_id()), "application_id": str(APP_ID), "version": "1"}
+                for command in commands
+            ]
+        )
+
+    async def _create_message(self, request: web.Request) -> web.Response:
+        data = await request.json()
+        reference = data.get("message_reference")
+        message = message_payload(
+            self.new_id(),
+            int(request.match_info["channel"]),
+            BOT_USER,
+            data.get("content", ""),
+            reference=reference,
+        )
+        self.messages[int(message["id"])] = message
+        return _json(message)
+
+    async def _edit_message(self, request: web.Request) -> web.Response:
+        message = self.messages.get(int(request.match_info["message"]))
+        if message is None:
+            raise web.HTTPNotFound(reason="Unknown Message")
+        data = await request.json()
+        message["content"] = data.get("content", message["content"])
+        return _json(message)
+
+    async def _empty(self, _: web.Request) -> web.Response:
+        return web.Response(status=204)
+
+    async def _interaction_callback(self, request: web.Request) -> web.Response:
+        data = await request.json()
+        flags = (data.get("data") or {}).get("flags", 0)
+        interaction = {
+            "id": request.match_info["id"],
+            "type": 2,
+            "response_message_ephemeral": bool(flags & 64),
+        }
+        return _json({"interaction": interaction})
+
+
+def _json(
+    data: JsonValue, status: int = 200, headers: dict[str, str] | None = None
+) -> web.Response:
+    """JSON with exactly ``application/json``: discord.py parses nothing else (no charset)."""
+    return web.Response(
+        body=json.dumps(data).encode(),
+        status=status,
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
+
+
+def _rate_limited(retry_after_s: float) -> web.Response:
+    """A 429 as Discord sends it; ``Via`` tells discord.py it is not a Cloudflare ban."""
+    headers = {
+        "Via": "1.1 google",
+        "Retry-After": str(max(1, round(retry_after_s))),
+        "X-RateLimit-Limit": "5",
+        "X-RateLimit-Remaining": "0",
+        "X-RateLimit-Reset-After": str(retry_after_s),
+        "X-RateLimit-Scope": "user",
+    }
+    body = {"message": "You are being rate limited.", "retry_after": retry_after_s, "global": False}
+    return _json(body, status=429, headers=headers)
+
+
+async def start(fake: FakeDiscord) -> TestServer:
+    server = TestServer(fake.app(), host="127.0.0.1")
+    await server.start_server()
+    fake.base = f"http://127.0.0.1:{server.port}{API}"
+    return server
+
+
+# --- gateway payloads -------------------------------------------------------------------------
+
+
+def user_payload(user_id: int, name: str, *, bot: bool = False) -> dict[str, Any]:
+    return {"id": str(user_id), "username": name, "discriminator": "0", "avatar": None, "bot": bot}
+
+
+def member_payload(user: dict[str, Any], roles: Sequence[int] = ()) -> dict[str, Any]:
+    return {
+        "user": user,
+        "roles": [str(role) for role in roles],
+        "joined_at": "2024-01-01T00:00:00+00:00",
+        "deaf": False,
+        "mute": False,
+        "flags": 0,
+    }
+
+
+def role_payload(role_id: int, name: str, permissions: int) -> dict[str, Any]:
+    return {
+        "id": str(role_id),
+        "name": name,
+        "permissions": str(permissions),
+        "position": 1,
+        "color": 0,
+        "hoist": False,
+        "managed": False,
+        "mentionable": False,
+    }
+
+
+def ready_payload() -> dict[str, Any]:
+    return {
+        "v": 10,
+        "user": BOT_USER,
+        "guilds": [],
+        "session_id": "fake",
+        "application": {"id": str(APP_ID), "flags": 0},
+    }
+
+
+def guild_payload(
+    guild_id: int, channel_ids: Sequence[int], roles: Sequence[dict[str, Any]] = ()
+) -> dict[str, Any]:
+    everyone = role_payload(guild_id, "@everyone", 0)
+    channels = [
+        {
+            "id": str(channel),
+            "type": 0,
+            "name": f"general-{n}",
+            "position": n,
+            "guild_id": str(guild_id),
+        }
+        for n, channel in enumerate(channel_ids)
+    ]
+    return {
+        "id": str(guild_id),
+        "name": f"guild {guild_id}",
+        "owner_id": str(OWNER_ID),
+        "roles": [everyone, *roles],
+        "channels": channels,
+        "members": [member_payload(BOT_USER)],
+        "emojis": [],
+        "stickers": [],
+        "features": [],
+        "member_count": 3,
+        "unavailable": False,
+        "threads": [],
+    }
+
+
+def message_payload(
+    message_id: int,
+    channel_id: int,
+    author: dict[str, Any],
+    content: str,
+    *,
+    guild_id: int | None = None,
+    mentions: Sequence[dict[str, Any]] = (),
+    reference: dict[str, Any] | None = None,
+    roles: Sequence[int] = (),
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "id": str(message_id),
+        "channel_id": str(channel_id),
+        "type": 19 if reference else 0,
+        "content": content,
+        "author": author,
+        "mentions": list(mentions),
+        "mention_roles": [],
+        "mention_everyone": "@everyone" in content,
+        "attachments": [],
+        "embeds": [],
+        "pinned": False,
+        "tts": False,
+        "flags": 0,
+        "timestamp": "2024-01-01T00:00:00+00:00",
+        "edited_timestamp": None,
+    }
+    if reference:
+        payload["message_reference"] = reference
+    if guild_id is not None:
+        payload["guild_id"] = str(guild_id)
+        payload["member"] = member_payload(author, roles)
+        del payload["member"]["user"]
+    return payload
+
+
+def reaction_payload(
+    user: dict[str, Any],
+    channel_id: int,
+    message_id: int,
+    *,
+    guild_id: int | None = None,
+    roles: Sequence[int] = (),
+    emoji: str = "🛑",
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
+        "user_id": user["id"],
+        "channel_id": str(channel_id),
+        "message_id": str(message_id),
+        "emoji": {"id": None, "name": emoji},
+        "type": 0,
+        "burst": False,
+    }
+    if guild_id is not None:
+        payload["guild_id"] = str(guild_id)
+        payload["member"] = member_payload(user, roles)
+    return payload
+
+
+def interaction_payload(
+    interaction_id: int,
+    command: str,
+    user: dict[str, Any],
+    *,
+    guild_id: int,
+    channel_id: int,
+    permissions: int,
+    roles: Sequence[int] = (),
+) -> dict[str, Any]:
+    member = member_payload(user, roles) | {"permissions": str(permissions)}
+    return {
+        "id": str(interaction_id),
+        "application_id": str(APP_ID),
+        "type": 2,
+        "token": f"token-{interaction_id}",
+        "version": 1,
+        "attachment_size_limit": 8_388_608,
+        "guild_id": str(guild_id),
+        "channel_id": str(channel_id),
+        "channel": {"id": str(channel_id), "type": 0, "guild_id": str(guild_id)},
+        "member": member,
+        "app_permissions": "0",
+        "locale": "en-US",
+        "guild_locale": "en-US",
+        "data": {"id": str(interaction_id + 1), "name": command, "type": 1, "options": []},
+    }

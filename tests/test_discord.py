@@ -1,0 +1,604 @@
+"""The Discord adapter end to end: a real discord.py client fed gateway events, a local fake of
+Discord's REST API (tests/fake_discord.py), the real RabbitMQ and the real model.
+
+What reaches Discord is read from the fake; what reaches the broker is read by a tap: a queue
+of its own bound to the same exchanges, so the tests see the requests, cancels and replies
+that really went over the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import discord
+import pytest
+from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
+
+from bots.client import ConciergeClient
+from bots.discord_adapter import NOT_ADMIN_TEXT, ConciergeBot, run_discord
+from bots.discord_sink import ANSWER_MAX_CHARS, DISCORD_MAX_CHARS, message_text
+from bots.renderer import MessageContent
+from broker.amqp import Broker
+from broker.protocol import (
+    REQUEST_ROUTING_KEY,
+    TERMINAL_TYPES,
+    Cancel,
+    Cancelled,
+    Done,
+    Progress,
+    ReplyEvent,
+    Request,
+    Started,
+    decode_cancel,
+    decode_event,
+    decode_request,
+)
+from config.settings import ConfigError, Settings
+from engine.llm import Backend
+from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
+from tests.fake_discord import (
+    BOT_ID,
+    BOT_USER,
+    Call,
+    FakeDiscord,
+    guild_payload,
+    interaction_payload,
+    message_payload,
+    reaction_payload,
+    ready_payload,
+    role_payload,
+    start,
+    user_payload,
+)
+from tests.site_fixture import FakeSite
+
+GUILD_ID = 1_000_000_000_000_000_101
+OTHER_GUILD_ID = 1_000_000_000_000_000_102
+CHANNEL_ID = 1_000_000_000_000_000_201
+OTHER_CHANNEL_ID = 1_000_000_000_000_000_202
+OTHER_GUILD_CHANNEL_ID = 1_000_000_000_000_000_203
+DM_CHANNEL_ID = 1_000_000_000_000_000_204
+MANAGER_ROLE_ID = 1_000_000_000_000_000_301
+MANAGE_GUILD = 1 << 5
+ADMINISTRATOR = 1 << 3
+
+ASKER = user_payload(1_000_000_000_000_000_401, "asker")
+STRANGER = user_payload(1_000_000_000_000_000_402, "stranger")
+MANAGER = user_payload(1_000_000_000_000_000_403, "manager")  # has the Manage Server role
+ADMIN = user_payload(1_000_000_000_000_000_404, "admin")
+OTHER_BOT = user_payload(1_000_000_000_000_000_405, "otherbot", bot=True)
+OPERATOR = user_payload(1_000_000_000_000_000_406, "operator")  # in admin_user_ids, no role
+
+_ids = itertools.count(1_400_000_000_000_000_000)
+
+
+# --- watching the broker ----------------------------------------------------------------------
+
+
+class WireTap:
+    """Copies of every request, cancel and reply of one bot, from queues bound beside theirs."""
+
+    def __init__(self, channel: AbstractChannel) -> None:
+        self.channel = channel
+        self.requests: list[Request] = []
+        self.cancels: list[Cancel] = []
+        self.events: dict[str, list[ReplyEvent]] = defaultdict(list)
+        self._changed = asyncio.Condition()
+
+    @classmethod
+    async def open(cls, broker: Broker, bot_id: str) -> WireTap:
+        tap = cls(await broker.connection.channel())
+        names = broker.names
+        await tap._bind(names.request_exchange, REQUEST_ROUTING_KEY, tap._on_request)
+        await tap._bind(names.cancel_exchange, "", tap._on_cancel)
+        await tap._bind(names.reply_exchange, bot_id, tap._on_event)
+        return tap
+
+    async def _bind(
+        self, exchange: str, key: str, record: Callable[[AbstractIncomingMessage], None]
+    ) -> None:
+        queue = await self.channel.declare_queue(exclusive=True, auto_delete=True)
+        await queue.bind(exchange, routing_key=key)
+
+        async def on_message(message: AbstractIncomingMessage) -> None:
+            async with self._changed:
+                record(message)
+                self._changed.notify_all()
+
+        await queue.consume(on_message, no_ack=True)
+
+    def _on_request(self, message: AbstractIncomingMessage) -> None:
+        self.requests.append(decode_request(message.body))
+
+    def _on_cancel(self, message: AbstractIncomingMessage) -> None:
+        self.cancels.append(decode_cancel(message.body))
+
+    def _on_event(self, message: AbstractIncomingMessage) -> None:
+        event = decode_event(message.body)
+        self.events[event.session_id].append(event)
+
+    async def until(self, condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(condition), timeout_s)
+
+    async def request_from(self, user: dict[str, Any]) -> Request:
+        await self.until(lambda: any(r.user_id == user["id"] for r in self.requests))
+        return next(r for r in self.requests if r.user_id == user["id"])
+
+    async def ending(self, session_id: str) -> list[ReplyEvent]:
+        """The session's events up to and including its terminal one."""
+
+        def ended() -> bool:
+            return any(e.type in TERMINAL_TYPES for e in self.events[session_id])
+
+        await self.until(ended)
+        return self.events[session_id]
+
+
+# --- driving the bot --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Shown:
+    """An answer as Discord shows it: its message ids, the text across them, the last footer."""
+
+    message_ids: list[int]
+    text: str
+    footer: str
+
+
+def split_footer(content: str) -> tuple[str, str]:
+    """A message's body and its small-text footer line ("" when it has none)."""
+    if content.startswith("-# ") and "\n" not in content:
+        return "", content[3:]
+    body, marker, footer = content.rpartition("\n-# ")
+    return (body, footer) if marker else (content, "")
+
+
+@dataclass
+class Harness:
+    """The bot under test, what it sent to Discord, and what crossed the broker."""
+
+    bot: ConciergeBot
+    fake: FakeDiscord
+    tap: WireTap
+
+    def say(
+        self,
+        author: dict[str, Any],
+        content: str,
+        *,
+        channel: int = CHANNEL_ID,
+        guild: int | None = GUILD_ID,
+        mentions: Sequence[dict[str, Any]] = (),
+    ) -> int:
+        message_id = next(_ids)
+        payload = message_payload(
+            message_id, channel, author, content, guild_id=guild, mentions=mentions
+        )
+        self.bot._connection.parse_message_create(payload)  # type: ignore[arg-type]
+        return message_id
+
+    def ask(self, author: dict[str, Any], question: str, **where: Any) -> int:
+        return self.say(author, f"<@{BOT_ID}> {question}", mentions=[BOT_USER], **where)
+
+    def react(self, user: dict[str, Any], message_id: int, roles: Sequence[int] = ()) -> None:
+        payload = reaction_payload(user, CHANNEL_ID, message_id, guild_id=GUILD_ID, roles=roles)
+        self.bot._connection.parse_message_reaction_add(payload)  # type: ignore[arg-type]
+
+    def slash(self, command: str, user: dict[str, Any], permissions: int) -> float:
+        """Run ``command`` as ``user``; returns when (monotonic clock) it was sent."""
+        where = {"guild_id": GUILD_ID, "channel_id": CHANNEL_ID}
+        payload = interaction_payload(next(_ids), command, user, permissions=permissions, **where)
+        sent_at = time.monotonic()
+        self.bot._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
+        return sent_at
+
+    async def first_reply(self, question_id: int) -> int:
+        call = await self.fake.wait_for(lambda c: c in self.fake.replies_to(question_id))
+        return int(call.response["id"])
+
+    async def finished(self, first_id: int) -> Shown:
+        """What the answer shows once the bot is done with it (it takes its 🛑 back last)."""
+        await self.fake.wait_for(
+            lambda c: c.method == "DELETE" and f"/messages/{first_id}/reactions/" in c.path
+        )
+        return self.shown(first_id)
+
+    def shown(self, first_id: int) -> Shown:
+        chain = [first_id]
+        while replies := self.fake.replies_to(chain[-1]):
+            chain.append(int(replies[0].response["id"]))
+        contents = [self.fake.messages[message_id]["content"] for message_id in chain]
+        body, footer = split_footer(contents[-1])
+        return Shown(chain, "".join(contents[:-1]) + body, footer)
+
+
+StartBot = Callable[..., Awaitable[Harness]]
+StartEngine = Callable[[Settings], Awaitable[RunningEngine]]
+
+
+@pytest.fixture
+async def fake_discord(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
+    fake = FakeDiscord()
+    server = await start(fake)
+    monkeypatch.setattr(discord.http.Route, "BASE", fake.base)
+    yield fake
+    await server.close()
+
+
+@pytest.fixture
+async def engine_for(backend: Backend, broker: Broker) -> AsyncIterator[StartEngine]:
+    """Starts the real engine with a test's own settings; stops it afterwards."""
+    engines: list[RunningEngine] = []
+
+    async def start_with(settings: Settings) -> RunningEngine:
+        engines.append(await start_engine(settings, backend))
+        return engines[-1]
+
+    yield start_with
+    for engine in engines:
+        await engine.stop()
+
+
+@pytest.fixture
+async def start_bot(
+    client: ConciergeClient, broker: Broker, fake_discord: FakeDiscord, engine_for: StartEngine
+) -> AsyncIterator[StartBot]:
+    """Logs a bot in against the fake, sends READY and the guilds; closes it afterwards."""
+    started: list[Harness] = []
+
+    async def start_with(settings: Settings, **options: Any) -> Harness:
+        tap = await WireTap.open(broker, client.bot_id)
+        bot = ConciergeBot(settings, client, guild_ready_timeout=0.05, **options)
+        await bot.login("fake-token")
+        state = bot._connection
+        state.parse_ready(ready_payload())  # type: ignore[arg-type]
+        manager = role_payload(MANAGER_ROLE_ID, "managers", MANAGE_GUILD)
+        guild = guild_payload(GUILD_ID, [CHANNEL_ID, OTHER_CHANNEL_ID], roles=[manager])
+        state.parse_guild_create(guild)  # type: ignore[arg-type]
+        state.parse_guild_create(guild_payload(OTHER_GUILD_ID, [OTHER_GUILD_CHANNEL_ID]))  # type: ignore[arg-type]
+        await asyncio.wait_for(bot.wait_until_ready(), 5)
+        started.append(Harness(bot, fake_discord, tap))
+        return started[-1]
+
+    yield start_with
+    for harness in started:
+        await harness.bot.close()
+        await harness.tap.channel.close()
+
+
+# --- questions and answers --------------------------------------------------------------------
+
+
+async def test_a_mention_is_answered_in_place_with_throttled_edits(
+    settings: Settings, start_bot: StartBot, engine_for: StartEngine, fake_discord: FakeDiscord
+) -> None:
+    settings = settings.model_copy(update={"edit_interval_s": 0.2, "max_tokens": 24})
+    await engine_for(settings)
+    discord_ = await start_bot(settings)
+
+    question_id = discord_.ask(ASKER, "What is the capital of France? @everyone")
+    request = await discord_.tap.request_from(ASKER)
+    first_id = await discord_.first_reply(question_id)
+    shown = await discord_.finished(first_id)
+    events = await discord_.tap.ending(request.session_id)
+
+    assert request.question == "What is the capital of France? @everyone"
+    assert request.type == "ask"
+    done = events[-1]
+    assert isinstance(done, Done)
+    assert shown.text == done.text
+    assert shown.footer == "✅ done"
+    assert shown.message_ids == [first_id]
+    placeholder = fake_discord.replies_to(question_id)[0]
+    assert split_footer(placeholder.body["content"])[1].startswith("⏳ queued")
+    edits = fake_discord.edits(first_id)
+    assert len(edits) >= 2  # streamed in place
+    arrivals = [placeholder.at] + [edit.at for edit in edits]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals[:-1])]
+    assert min(gaps) >= settings.edit_interval_s * 0.8, gaps  # a little slack for HTTP jitter
+    sent = [call for call in fake_discord.calls if call.method in ("POST", "PATCH")]
+    assert all(call.body["allowed_mentions"] == {"parse": []} for call in sent)
+    stop_button = f"/channels/{CHANNEL_ID}/messages/{first_id}/reactions/🛑/@me"
+    assert [c.method for c in fake_discord.calls if c.path == stop_button] == ["PUT", "DELETE"]
+
+
+async def test_a_long_answer_continues_in_chained_replies_and_loses_nothing(
+    settings: Settings, start_bot: StartBot, engine_for: StartEngine, fake_discord: FakeDiscord
+) -> None:
+    settings = settings.model_copy(update={"max_tokens": 24})
+    await engine_for(settings)
+    discord_ = await start_bot(settings, answer_max_chars=30)
+
+    question_id = discord_.ask(ASKER, "Tell me about cats.")
+    request = await discord_.tap.request_from(ASKER)
+    shown = await discord_.finished(await discord_.first_reply(question_id))
+    done = (await discord_.tap.ending(request.session_id))[-1]
+
+    assert isinstance(done, Done)
+    assert len(done.text) > 75
+    assert shown.text == done.text
+    assert len(shown.message_ids) >= 3
+    contents = [fake_discord.messages[message_id]["content"] for message_id in shown.message_ids]
+    assert all(len(content) <= 30 for content in contents[:-1])  # no footer but on the last
+    assert shown.footer == "✅ done"
+    reactions = {c.path for c in fake_discord.calls if "/reactions/" in c.path}
+    assert reactions == {f"/channels/{CHANNEL_ID}/messages/{shown.message_ids[0]}/reactions/🛑/@me"}
+
+
+def test_a_full_message_with_the_longest_footer_fits_discords_limit() -> None:
+    content = MessageContent("x" * ANSWER_MAX_CHARS, "⚠️ failed: " + "a long reason\n" * 400)
+    text = message_text(content)
+    assert len(text) <= DISCORD_MAX_CHARS
+    assert text.startswith("x" * ANSWER_MAX_CHARS + "\n-# ⚠️ failed: a long reason")
+    assert text.count("\n") == 1
+
+
+async def test_run_discord_without_a_token_names_the_setting(settings: Settings) -> None:
+    with pytest.raises(ConfigError, match="CONCIERGE_DISCORD_TOKEN"):
+        await run_discord(settings.model_copy(update={"discord_token": None}), asyncio.Event())
+
+
+async def test_a_dm_is_a_question_without_a_mention(
+    settings: Settings, start_bot: StartBot, fake_discord: FakeDiscord
+) -> None:
+    discord_ = await start_bot(settings)
+    discord_.say(ASKER, "How do I claim the warranty?", channel=DM_CHANNEL_ID, guild=None)
+    request = await discord_.tap.request_from(ASKER)
+    placeholder = await fake_discord.wait_for(
+        lambda c: c.method == "POST" and c.path == f"/channels/{DM_CHANNEL_ID}/messages"
+    )
+    assert request.question == "How do I claim the warranty?"
+    assert "queued" in placeholder.body["content"]
+
+
+async def test_a_bare_mention_gets_help_and_no_request(
+    settings: Settings, start_bot: StartBot, fake_discord: FakeDiscord, client: ConciergeClient
+) -> None:
+    discord_ = await start_bot(settings)
+    bare_id = discord_.say(ASKER, f"  <@{BOT_ID}>  ", mentions=[BOT_USER])
+    later_id = discord_.ask(STRANGER, "What are the office hours?")  # after it, as a marker
+    await discord_.first_reply(later_id)
+    await discord_.tap.request_from(STRANGER)
+    help_reply = fake_discord.replies_to(bare_id)
+
+    assert len(help_reply) == 1
+    assert "mentioning me with your question" in help_reply[0].body["content"]
+    assert help_reply[0].body["allowed_mentions"] == {"parse": []}
+    assert [request.user_id for request in discord_.tap.requests] == [STRANGER["id"]]
+    assert len(client.sessions) == 1
+
+
+async def test_other_bots_itself_other_guilds_and_channels_and_everyone_pings_are_ignored(
+    settings: Settings, start_bot: StartBot, fake_discord: FakeDiscord
+) -> None:
+    settings = settings.model_copy(
+        update={"allowed_guild_ids": [str(GUILD_ID)], "allowed_channel_ids": [str(CHANNEL_ID)]}
+    )
+    discord_ = await start_bot(settings)
+    ignored = [
+        discord_.ask(OTHER_BOT, "Are you a bot too?"),
+        discord_.ask(BOT_USER, "Talking to myself?"),
+        discord_.ask(ASKER, "Wrong guild?", channel=OTHER_GUILD_CHANNEL_ID, guild=OTHER_GUILD_ID),
+        discord_.ask(ASKER, "Wrong channel?", channel=OTHER_CHANNEL_ID),
+        discord_.ask(ASKER, "A DM, but only listed places are allowed", guild=None),
+        discord_.say(ASKER, "@everyone lunch is here"),
+    ]
+    marker_id = discord_.ask(STRANGER, "Right place?")
+    await discord_.first_reply(marker_id)
+    await discord_.tap.request_from(STRANGER)
+
+    assert [request.question for request in discord_.tap.requests] == ["Right place?"]
+    assert all(not fake_discord.replies_to(message_id) for message_id in ignored)
+    assert len(fake_discord.posts()) == 1
+
+
+async def test_closing_the_bot_stops_the_answers_it_still_shows(
+    settings: Settings, start_bot: StartBot, fake_discord: FakeDiscord
+) -> None:
+    discord_ = await start_bot(settings)  # no engine: the question stays queued
+    question_id = discord_.ask(ASKER, "Anyone there?")
+    request = await discord_.tap.request_from(ASKER)
+    first_id = await discord_.first_reply(question_id)
+    await discord_.bot.close()
+    await discord_.tap.until(lambda: bool(discord_.tap.cancels))
+
+    assert [c.session_id for c in discord_.tap.cancels] == [request.session_id]
+    assert discord_.shown(first_id).footer == "🛑 stopped"
+    assert discord_.bot.is_closed()
+
+
+# --- stopping -----------------------------------------------------------------------------
+
+
+async def answering(discord_: Harness, first_id: int) -> None:
+    """Wait until the answer shows some generated text."""
+
+    def streaming(call: Call) -> bool:
+        if call not in discord_.fake.edits(first_id):
+            return False
+        body, footer = split_footer(call.body["content"])
+        return bool(body) and "answering" in footer
+
+    await discord_.fake.wait_for(streaming)
+
+
+async def test_the_askers_stop_on_the_answer_stops_generation(
+    settings: Settings, start_bot: StartBot, engine_for: StartEngine
+) -> None:
+    settings = settings.model_copy(update={"max_tokens": 400})
+    await engine_for(settings)
+    discord_ = await start_bot(settings)
+
+    question_id = discord_.ask(ASKER, LONG_QUESTION)
+    request = await discord_.tap.request_from(ASKER)
+    first_id = await discord_.first_reply(question_id)
+    await answering(discord_, first_id)
+    discord_.react(ASKER, first_id)
+    shown = await discord_.finished(first_id)
+    end = (await discord_.tap.ending(request.session_id))[-1]
+    await discord_.tap.until(lambda: bool(discord_.tap.cancels))
+
+    assert [(c.session_id, c.user_id) for c in discord_.tap.cancels] == [
+        (request.session_id, ASKER["id"])
+    ]
+    assert isinstance(end, Cancelled)
+    assert 0 < end.tokens < 400
+    assert shown.footer == "🛑 stopped"
+    assert shown.text == end.text
+
+
+async def test_a_strangers_stop_does_nothing_and_a_managers_stop_on_the_question_works(
+    settings: Settings, start_bot: StartBot, engine_for: StartEngine
+) -> None:
+    settings = settings.model_copy(update={"max_tokens": 400})
+    await engine_for(settings)
+    discord_ = await start_bot(settings)
+
+    question_id = discord_.ask(ASKER, LONG_QUESTION)
+    request = await discord_.tap.request_from(ASKER)
+    first_id = await discord_.first_reply(question_id)
+    await answering(discord_, first_id)
+    discord_.react(STRANGER, first_id)
+    discord_.react(STRANGER, question_id)
+    discord_.react(MANAGER, question_id, roles=[MANAGER_ROLE_ID])
+    shown = await discord_.finished(first_id)
+    end = (await discord_.tap.ending(request.session_id))[-1]
+    await discord_.tap.until(lambda: bool(discord_.tap.cancels))
+
+    assert [c.user_id for c in discord_.tap.cancels] == [MANAGER["id"]]
+    assert isinstance(end, Cancelled)
+    assert shown.footer == "🛑 stopped"
+
+
+async def test_a_queued_request_stopped_shows_stopped_at_once_and_never_reaches_the_model(
+    settings: Settings, start_bot: StartBot, engine_for: StartEngine
+) -> None:
+    settings = settings.model_copy(update={"max_tokens": 400})
+    await engine_for(settings)
+    discord_ = await start_bot(settings)
+
+    running_id = discord_.ask(ASKER, LONG_QUESTION)
+    running = await discord_.tap.request_from(ASKER)
+    running_first = await discord_.first_reply(running_id)
+    await answering(discord_, running_first)
+    queued_id = discord_.ask(STRANGER, "And what about dogs?")
+    queued = await discord_.tap.request_from(STRANGER)
+    placeholder_id = await discord_.first_reply(queued_id)
+    placeholder = discord_.shown(placeholder_id)
+    discord_.react(STRANGER, placeholder_id)
+    stopped = await discord_.finished(placeholder_id)  # while the first answer still runs
+    still_running = discord_.tap.events[running.session_id][-1].type not in TERMINAL_TYPES
+    discord_.react(ASKER, running_first)
+    queued_events = await discord_.tap.ending(queued.session_id)
+    await discord_.tap.ending(running.session_id)
+
+    assert placeholder.footer == "⏳ queued · next up"
+    assert stopped.footer == "🛑 stopped"
+    assert stopped.text == ""
+    assert still_running
+    assert [type(event) for event in queued_events] == [Cancelled]
+    assert not any(isinstance(event, Started) for event in queued_events)
+
+
+# --- /rescrape --------------------------------------------------------------------------------
+
+
+async def test_rescrape_is_refused_to_non_admins_and_streams_progress_for_admins(
+    site_settings: Settings, start_bot: StartBot, engine_for: StartEngine, fake_discord: FakeDiscord
+) -> None:
+    await engine_for(site_settings)
+    discord_ = await start_bot(site_settings)
+    callbacks = "/callback"
+
+    discord_.slash("rescrape", STRANGER, permissions=0)
+    refusal = await fake_discord.wait_for(lambda c: c.path.endswith(callbacks))
+    sent_at = discord_.slash("rescrape", ADMIN, permissions=ADMINISTRATOR)
+    request = await discord_.tap.request_from(ADMIN)
+    progress = await fake_discord.wait_for(lambda c: c in fake_discord.posts())
+    shown = await discord_.finished(int(progress.response["id"]))
+    events = await discord_.tap.ending(request.session_id)
+    acks = [c for c in fake_discord.calls if c.path.endswith(callbacks)]
+
+    assert refusal.body["type"] == 4  # a message, at once
+    assert (refusal.body["data"]["content"], refusal.body["data"]["flags"]) == (NOT_ADMIN_TEXT, 64)
+    assert len(acks) == 2
+    assert acks[1].body["type"] == 4 and acks[1].body["data"]["flags"] == 64
+    assert acks[1].at - sent_at < 3.0
+    assert [r.type for r in discord_.tap.requests] == ["rescrape"]
+    assert "message_reference" not in progress.body  # a channel message, not a reply
+    assert not any(c.path.startswith("/webhooks/") for c in fake_discord.calls)
+    progress_texts = {e.text for e in events if isinstance(e, Progress)}
+    assert progress_texts
+    assert isinstance(events[-1], Done)
+    assert "Rescrape done" in shown.text
+    assert shown.text == events[-1].text
+    assert shown.footer == "✅ done"
+    for edit in fake_discord.edits(shown.message_ids[0])[:-1]:
+        assert split_footer(edit.body["content"])[0] in progress_texts | {""}
+
+
+async def test_a_rescrape_is_stopped_by_a_configured_admins_stop_on_its_progress_message(
+    site_settings: Settings,
+    site: FakeSite,
+    start_bot: StartBot,
+    engine_for: StartEngine,
+    fake_discord: FakeDiscord,
+) -> None:
+    only_slow = {"site_sitemap_url": None, "site_urls": [f"{site.base}/slow"]}
+    settings = site_settings.model_copy(
+        update=only_slow | {"scrape_timeout_s": 60.0, "admin_user_ids": [OPERATOR["id"]]}
+    )
+    await engine_for(settings)
+    discord_ = await start_bot(settings)
+
+    discord_.slash("rescrape", MANAGER, permissions=MANAGE_GUILD)
+    request = await discord_.tap.request_from(MANAGER)
+    progress = await fake_discord.wait_for(lambda c: c in fake_discord.posts())
+    progress_id = int(progress.response["id"])
+    try:
+        await asyncio.wait_for(site.hanging.wait(), 60)  # the scrape waits on the site
+        discord_.react(OPERATOR, progress_id)
+        shown = await discord_.finished(progress_id)
+    finally:
+        site.release.set()
+    end = (await discord_.tap.ending(request.session_id))[-1]
+    await discord_.tap.until(lambda: bool(discord_.tap.cancels))
+
+    assert [c.user_id for c in discord_.tap.cancels] == [OPERATOR["id"]]
+    assert isinstance(end, Cancelled)
+    assert shown.footer == "🛑 stopped"
+    assert "Rescrape stopped" in shown.text
+
+
+# --- rate limits ------------------------------------------------------------------------------
+
+
+async def test_a_429_is_waited_out_and_the_final_text_still_arrives(
+    settings: Settings, start_bot: StartBot, engine_for: StartEngine, fake_discord: FakeDiscord
+) -> None:
+    settings = settings.model_copy(update={"max_tokens": 16})
+    await engine_for(settings)
+    discord_ = await start_bot(settings)
+    retry_after_s = 0.5
+    fake_discord.rate_limit("PATCH", r"/channels/\d+/messages/\d+$", retry_after_s)
+
+    question_id = discord_.ask(ASKER, "What is the capital of France?")
+    request = await discord_.tap.request_from(ASKER)
+    shown = await discord_.finished(await discord_.first_reply(question_id))
+    done = (await discord_.tap.ending(request.session_id))[-1]
+
+    limited = [c for c in fake_discord.calls if c.status == 429]
+    assert len(limited) == 1
+    retried = next(c for c in fake_discord.calls if c.method == "PATCH" and c.at > limited[0].at)
+    assert retried.at - limited[0].at >= retry_after_s - 0.02
+    assert isinstance(done, Done)
+    assert shown.text == done.text
+    assert shown.footer == "✅ done"
