@@ -1,0 +1,76 @@
+"""Concierge processes started as a user would start them, for tests that kill them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+from config.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def process_env(settings: Settings, **extra: str) -> dict[str, str]:
+    """The environment of a ``concierge`` process sharing ``settings``' broker names."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CONCIERGE_")}
+    env.update(
+        CONCIERGE_PREFIX=settings.prefix,
+        CONCIERGE_KB_PATH=str(settings.kb_path),
+        CONCIERGE_BROKER_URL=settings.broker_url.get_secret_value(),
+        CONCIERGE_MAX_TOKENS=str(settings.max_tokens),
+        CONCIERGE_TEMPERATURE=str(settings.temperature),
+    )
+    env.update(extra)
+    return env
+
+
+class EngineProcess:
+    """``concierge engine`` in a subprocess; its log lines are kept in ``lines``."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self.ready = asyncio.Event()
+        self._reader = asyncio.create_task(self._read_log())
+
+    @classmethod
+    async def start(cls, settings: Settings, **extra: str) -> EngineProcess:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "bots.cli",
+            "engine",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+            env=process_env(settings, **extra),
+            cwd=ROOT,
+        )
+        engine = cls(process)
+        ready = asyncio.create_task(engine.ready.wait())
+        await asyncio.wait({ready, engine._reader}, timeout=60, return_when="FIRST_COMPLETED")
+        assert engine.ready.is_set(), "\n".join(engine.lines)
+        return engine
+
+    async def _read_log(self) -> None:
+        assert self.process.stderr is not None
+        while line := await self.process.stderr.readline():
+            self.lines.append(line.decode(errors="replace").rstrip())
+            if " ready" in self.lines[-1]:
+                self.ready.set()
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+
+    async def terminate(self, timeout_s: float = 30) -> int:
+        """SIGTERM, then the exit code (within ``timeout_s``)."""
+        self.process.send_signal(signal.SIGTERM)
+        return await self.wait(timeout_s)
+
+    async def wait(self, timeout_s: float = 30) -> int:
+        code = await asyncio.wait_for(self.process.wait(), timeout_s)
+        await self._reader
+        return code

@@ -1,0 +1,70 @@
+"""Faults: engines killed or stopped mid-answer, the broker restarted. Every request still ends
+in a state its asker can see, and the next question is answered."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bots.client import ConciergeClient
+from broker.amqp import Broker
+from broker.protocol import Done, Failed
+from config.settings import Settings
+from tests.conftest import LONG_QUESTION
+from tests.helpers import collect, wait_for_tokens
+from tests.processes import EngineProcess
+
+
+async def test_an_engine_killed_mid_answer_reports_interrupted_once_back_and_goes_on(
+    settings: Settings, broker: Broker, client: ConciergeClient
+) -> None:
+    engine = await EngineProcess.start(settings, CONCIERGE_MAX_TOKENS="400")
+    session = await client.ask(LONG_QUESTION, user_id="u1")
+    await wait_for_tokens(session, 2)
+    engine.kill()
+    assert await engine.wait() != 0
+
+    restarted = await EngineProcess.start(settings)
+    end = (await collect(session))[-1]
+    assert isinstance(end, Failed)
+    assert end.reason.startswith("interrupted")  # not run again: no crash loop
+
+    after = await collect(await client.ask("Say hello.", user_id="u1"))
+    assert isinstance(after[-1], Done)
+    assert await restarted.terminate() == 0
+
+
+async def test_sigterm_mid_answer_ends_it_visibly_and_exits_in_bounded_time(
+    settings: Settings, broker: Broker, client: ConciergeClient
+) -> None:
+    engine = await EngineProcess.start(
+        settings, CONCIERGE_MAX_TOKENS="400", CONCIERGE_SHUTDOWN_GRACE_S="0.2"
+    )
+    session = await client.ask(LONG_QUESTION, user_id="u1")
+    await wait_for_tokens(session, 2)
+    assert await engine.terminate(timeout_s=20) == 0
+    end = (await collect(session))[-1]
+    assert isinstance(end, Failed)
+    assert end.reason.startswith("interrupted")
+    assert end.text  # what was generated is kept
+
+
+async def test_engine_and_bot_come_back_after_the_broker_restarts(
+    settings: Settings, broker: Broker, client: ConciergeClient
+) -> None:
+    engine = await EngineProcess.start(settings, CONCIERGE_MAX_TOKENS="400")
+    session = await client.ask(LONG_QUESTION, user_id="u1")
+    await wait_for_tokens(session, 2)
+    await rabbitmqctl("stop_app")
+    await rabbitmqctl("start_app")
+    await rabbitmqctl("await_startup")
+    end = (await collect(session, timeout_s=90))[-1]
+    assert isinstance(end, Done | Failed)  # the answer in flight ends in a visible state
+
+    after = await collect(await client.ask("Say hello.", user_id="u1"), timeout_s=90)
+    assert isinstance(after[-1], Done)
+    assert await engine.terminate() == 0
+
+
+async def rabbitmqctl(*args: str) -> None:
+    process = await asyncio.create_subprocess_exec("rabbitmqctl", "-q", *args)
+    assert await asyncio.wait_for(process.wait(), 120) == 0
