@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import aio_pika
 
@@ -18,6 +19,7 @@ from broker.protocol import (
     Progress,
     Started,
     TokenEvent,
+    encode,
     make_request,
 )
 from config.settings import Settings
@@ -113,22 +115,41 @@ async def test_the_startup_purge_drops_stale_requests_once_and_a_reconnect_does_
     assert waiting_events[-1].tokens > 0
 
 
-async def test_a_malformed_message_is_dead_lettered_and_the_next_request_answered(
-    engine: RunningEngine, client: ConciergeClient, broker: Broker, settings: Settings
+def bad_requests() -> list[tuple[bytes, str]]:
+    """One message of each kind the engine must refuse, with its content type."""
+    good = json.loads(encode(make_request(reply_to="b", user_id="u", question="q", ttl_s=30)))
+    return [
+        (b"\xff not json", "application/json"),
+        (json.dumps({**good, "v": 2}).encode(), "application/json"),  # unknown version
+        (json.dumps({**good, "question": 42}).encode(), "application/json"),  # wrong type
+        (
+            json.dumps({k: v for k, v in good.items() if k != "reply_to"}).encode(),
+            "application/json",
+        ),
+        (json.dumps(good).encode(), "text/plain"),  # wrong content type
+        (b'{"question": "' + b"x" * 70_000 + b'"}', "application/json"),  # oversized
+    ]
+
+
+async def test_malformed_messages_are_dead_lettered_with_a_reason_and_the_engine_goes_on(
+    engine: RunningEngine, client: ConciergeClient, broker: Broker
 ) -> None:
     channel = await broker.connection.channel()
     exchange = await channel.get_exchange(broker.names.request_exchange)
-    await exchange.publish(
-        aio_pika.Message(b"\xff not json", content_type="application/json"),
-        routing_key=REQUEST_ROUTING_KEY,
-    )
-    session = await client.ask("Say hello.", user_id="u1")
-    events = await collect(session)
+    bad = bad_requests()
+    for body, content_type in bad:
+        message = aio_pika.Message(body, content_type=content_type)
+        await exchange.publish(message, routing_key=REQUEST_ROUTING_KEY)
+    events = await collect(await client.ask("Say hello.", user_id="u1"))
     assert isinstance(events[-1], Done)
     dead_queue = await channel.get_queue(broker.names.dead_queue)
-    dead = await dead_queue.get(timeout=5)
-    assert dead.body == b"\xff not json"
-    assert "invalid request" in str(dead.headers[ERROR_HEADER])
+    parked = [await dead_queue.get(timeout=5) for _ in bad]
+    assert [message.body for message in parked] == [body for body, _ in bad]
+    reasons = [str(message.headers[ERROR_HEADER]) for message in parked]
+    assert all(
+        reason.startswith(("invalid request", "content type", "body of")) for reason in reasons
+    )
+    assert "v:" in reasons[1] and "question" in reasons[2] and "reply_to" in reasons[3]
     await channel.close()
 
 

@@ -100,3 +100,38 @@ def test_every_name_carries_the_prefix() -> None:
         names.cancel_queue("engine"),
     ]
     assert all(name.startswith("p1.") for name in every)
+
+
+VALID_REQUEST = json.loads(encode(make_request(reply_to="b", user_id="u", question="q", ttl_s=1)))
+JSON_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=False),
+    st.text(max_size=20),
+    st.lists(st.integers(), max_size=3),
+)
+
+
+@given(st.sampled_from(sorted(VALID_REQUEST)), JSON_VALUES)
+def test_a_request_with_one_field_of_the_wrong_type_or_value_names_that_field(
+    field: str, value: object
+) -> None:
+    mutated = {**VALID_REQUEST, field: value}
+    try:
+        decoded = decode_request(json.dumps(mutated).encode())
+    except ProtocolError as error:
+        assert field in error.reason
+    else:  # some values are valid for some fields (a float deadline, a text question…)
+        assert getattr(decoded, field) == value or field in {"sent_at", "deadline"}
+
+
+@given(st.sets(st.sampled_from(sorted(VALID_REQUEST)), min_size=1))
+def test_a_request_missing_required_fields_is_rejected(missing: set[str]) -> None:
+    required = {"session_id", "reply_to", "user_id", "sent_at", "deadline"}
+    stripped = {key: value for key, value in VALID_REQUEST.items() if key not in missing}
+    if missing & required:
+        with pytest.raises(ProtocolError):
+            decode_request(json.dumps(stripped).encode())
+    else:
+        assert decode_request(json.dumps(stripped).encode())
