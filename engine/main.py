@@ -30,7 +30,7 @@ async def run_engine(
     backend: Backend | None = None,
     ready: asyncio.Future[Worker] | None = None,
 ) -> Worker:
-    """Serve requests until ``stop`` is set; return the worker (its counters) when done.
+    """Serve requests until ``stop`` is set; return the worker when done.
 
     The request queue is purged here, once, before consuming (unless ``purge_on_start`` is
     off): a reconnect later re-declares the topology but never purges.

@@ -62,7 +62,6 @@ class Worker:
         self.cancelled = CancelledSessions(
             settings.cancelled_sessions_max, settings.cancelled_sessions_ttl_s
         )
-        self.jobs_done = 0
         self._current: Generation | None = None
         self._idle = asyncio.Event()
         self._idle.set()
@@ -158,7 +157,6 @@ class Worker:
 
     async def _settle(self, delivery: Delivery, request: Request, finished: bool) -> None:
         """Ack what was finished; hand back what was not (a graceful stop mid-answer)."""
-        self.jobs_done += 1
         try:
             if request.type == "rescrape":
                 await self.broker.consume_requests(self.on_request)
