@@ -4,27 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable
 
 from broker.amqp import BrokerUnavailable
+from config.logging import setup_logging
 from config.settings import ConfigError, Settings, load_settings
 
 EXIT_CONFIG = 78  # EX_CONFIG
 EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE
-
-
-def setup_logging(settings: Settings) -> None:
-    logging.basicConfig(
-        level=settings.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    if settings.log_level != "DEBUG":
-        logging.getLogger("aio_pika").setLevel(logging.WARNING)
-        logging.getLogger("aiormq").setLevel(logging.WARNING)
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -109,6 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print every reply event as JSON")
     rescrape = commands.add_parser("rescrape", help="rebuild the knowledge base from the site")
     rescrape.add_argument("--json", action="store_true", help="print every reply event as JSON")
+    status = commands.add_parser("status", help="queues, consumers, engine health, knowledge base")
+    status.add_argument(
+        "--engine", action="append", default=[], help="also show this engine's cancel queue"
+    )
+    status.add_argument("--bot", action="append", default=[], help="also show this bot's queue")
     kb = commands.add_parser("kb", help="inspect the knowledge base")
     kb_commands = kb.add_subparsers(dest="kb_command", required=True)
     kb_commands.add_parser("stats", help="articles, passages, last rescrape, size")
@@ -142,6 +136,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> Awaitable[int]:
             return terminal.ask(settings, "", as_json=args.json, kind="rescrape")
         case "kb":
             return _kb(args, settings)
+        case "status":
+            from bots.status import status_command
+
+            return status_command(settings, engine_names=args.engine, bot_names=args.bot)
     raise AssertionError(args.command)
 
 
@@ -160,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as error:
         print(f"concierge: {error}", file=sys.stderr)
         return EXIT_CONFIG
-    setup_logging(settings)
+    setup_logging(settings.log_level, json_lines=settings.log_json)
     try:
         return asyncio.run(_dispatch(args, settings))
     except BrokerUnavailable as error:

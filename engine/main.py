@@ -8,6 +8,7 @@ import logging
 from broker.amqp import Broker
 from config.settings import Settings
 from engine.llm import Backend, ModelOptions, load_backend
+from engine.metrics import EngineMetrics, serve_metrics
 from engine.site_knowledge import SiteKnowledge
 from engine.worker import Worker
 
@@ -35,8 +36,11 @@ async def run_engine(
     The request queue is purged here, once, before consuming (unless ``purge_on_start`` is
     off): a reconnect later re-declares the topology but never purges.
     """
+    metrics = EngineMetrics(settings.engine_name)
     backend = backend or await asyncio.to_thread(load_backend, model_options(settings))
+    metrics.model_loaded = True
     async with Broker(settings) as broker:
+        metrics.watch(broker)
         knowledge = SiteKnowledge(settings)
         worker = Worker(
             settings,
@@ -44,14 +48,16 @@ async def run_engine(
             backend,
             build_prompt=knowledge.build_prompt,
             rescrape=knowledge.rescrape,
+            metrics=metrics,
         )
         if settings.purge_on_start:
             purged = await worker.purge_stale()
             log.info("purged %d stale request(s) at startup", purged)
         await worker.start()
-        log.info("engine %s ready", settings.engine_name)
-        if ready is not None:
-            ready.set_result(worker)
-        await stop.wait()
-        await worker.stop(settings.shutdown_grace_s)
+        async with serve_metrics(metrics, settings.metrics_host, settings.metrics_port):
+            log.info("engine %s ready", settings.engine_name)
+            if ready is not None:
+                ready.set_result(worker)
+            await stop.wait()
+            await worker.stop(settings.shutdown_grace_s)
     return worker

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from broker.amqp import Broker
@@ -15,8 +16,14 @@ log = logging.getLogger(__name__)
 class Replies:
     """The reply stream of one request: numbers every event and routes it to the asker."""
 
-    def __init__(self, broker: Broker, request: Request) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        request: Request,
+        on_event: Callable[[Any], None] | None = None,
+    ) -> None:
         self.broker = broker
+        self.on_event = on_event  # the engine's metrics: sees every event sent
         self.session_id = request.session_id
         self.reply_to = request.reply_to
         self._seq = 0
@@ -25,11 +32,13 @@ class Replies:
     async def send(self, event_class: type[Any], **fields: Any) -> None:
         event = event_class(session_id=self.session_id, seq=self._seq, **fields)
         self._seq += 1
+        if self.on_event is not None:
+            self.on_event(event)
         try:
             await self.broker.send_event(event, self.reply_to)
         except Exception as error:  # the asker may be gone; the engine must go on
             level = logging.DEBUG if self._send_failed else logging.WARNING
-            log.log(level, "session %s: reply not sent: %s", self.session_id, error)
+            log.log(level, "reply not sent: %s", error)
             self._send_failed = True
 
 

@@ -24,10 +24,12 @@ from broker.protocol import (
     decode_cancel,
     decode_request,
 )
+from config.logging import session_context
 from config.settings import Settings
 from engine.cancelled import CancelledSessions
 from engine.generation import Generation, run_token_loop
 from engine.llm import Backend, ChatMessage, GenerationLimits
+from engine.metrics import EngineMetrics
 from engine.replies import Replies, TokenRelay
 from engine.site_knowledge import Prompt
 
@@ -53,12 +55,14 @@ class Worker:
         *,
         build_prompt: PromptBuilder | None = None,
         rescrape: RescrapeJob | None = None,
+        metrics: EngineMetrics | None = None,
     ) -> None:
         self.settings = settings
         self.broker = broker
         self.backend = backend
         self.build_prompt = build_prompt or self._plain_prompt
         self.rescrape = rescrape
+        self.metrics = metrics or EngineMetrics(settings.engine_name)
         self.cancelled = CancelledSessions(
             settings.cancelled_sessions_max, settings.cancelled_sessions_ttl_s
         )
@@ -68,6 +72,10 @@ class Worker:
         # prefetch_count=1 already serialises deliveries, but after a reconnect the broker
         # redelivers while the old job may still run: the model must never serve two at once.
         self._one_job_at_a_time = asyncio.Lock()
+
+    def _replies(self, request: Request) -> Replies:
+        """The reply stream of ``request``; every event sent is also recorded in the metrics."""
+        return Replies(self.broker, request, self.metrics.record)
 
     async def purge_stale(self) -> int:
         """Empty the request queue, telling each waiting asker; ``main()`` calls this once."""
@@ -80,7 +88,8 @@ class Worker:
             request = await self._decode_or_bury(delivery, decode_request)
             if request is not None:
                 reason = INTERRUPTED if delivery.redelivered else RESTARTED
-                await Replies(self.broker, request).send(Failed, reason=reason)
+                with session_context(request.session_id):
+                    await self._replies(request).send(Failed, reason=reason)
                 await delivery.ack()
         return purged
 
@@ -109,7 +118,7 @@ class Worker:
         while True:
             await asyncio.sleep(ASKER_CHECK_INTERVAL_S)
             if not await self.broker.reply_queue_exists(request.reply_to):
-                log.warning("session %s: the asker's reply queue is gone", request.session_id)
+                log.warning("the asker's reply queue is gone")
                 self.cancelled.add(request.session_id)
                 return
 
@@ -119,16 +128,18 @@ class Worker:
         cancel = await self._decode_or_bury(delivery, decode_cancel)
         if cancel is not None:
             self.cancelled.add(cancel.session_id)
-            log.info("session %s: cancel received", cancel.session_id)
+            with session_context(cancel.session_id):
+                log.info("cancel received")
             await delivery.ack()
 
     async def on_expired(self, delivery: Delivery) -> None:
         request = await self._decode_or_bury(delivery, decode_request)
         if request is not None:
-            log.info("session %s: expired in the queue", request.session_id)
-            waited = int(time.time() - request.sent_at)
-            reason = f"waited {waited} s in the queue, past its time to live"
-            await Replies(self.broker, request).send(Expired, reason=reason)
+            with session_context(request.session_id):
+                log.info("expired in the queue")
+                waited = int(time.time() - request.sent_at)
+                reason = f"waited {waited} s in the queue, past its time to live"
+                await self._replies(request).send(Expired, reason=reason)
             await delivery.ack()
 
     async def on_request(self, delivery: Delivery) -> None:
@@ -137,8 +148,9 @@ class Worker:
             return
         request = await self._decode_or_bury(delivery, decode_request)
         if request is not None:
-            async with self._one_job_at_a_time:
-                await self._handle(delivery, request)
+            with session_context(request.session_id):
+                async with self._one_job_at_a_time:
+                    await self._handle(delivery, request)
 
     async def _handle(self, delivery: Delivery, request: Request) -> None:
         self._idle.clear()
@@ -148,8 +160,8 @@ class Worker:
                 await self.broker.pause_requests()
             finished = await self._serve(request, redelivered=delivery.redelivered)
         except Exception as error:  # a bug must end in a visible state, not in silence
-            log.exception("session %s: request failed", request.session_id)
-            await Replies(self.broker, request).send(Failed, reason=f"engine error: {error}")
+            log.exception("request failed")
+            await self._replies(request).send(Failed, reason=f"engine error: {error}")
             finished = True
         finally:
             self._idle.set()
@@ -165,7 +177,7 @@ class Worker:
             else:
                 await delivery.reject(requeue=True)
         except Exception as error:  # the channel may have closed; the broker redelivers
-            log.warning("session %s: not settled: %s", request.session_id, error)
+            log.warning("not settled: %s", error)
 
     async def _decode_or_bury(
         self, delivery: Delivery, decode: Callable[[bytes, str | None], T]
@@ -183,14 +195,14 @@ class Worker:
 
     async def _serve(self, request: Request, *, redelivered: bool) -> bool:
         """Run one request to a terminal event; False if it was interrupted by a shutdown."""
-        replies = Replies(self.broker, request)
+        replies = self._replies(request)
         refusal = self._refusal(request, redelivered)
         if refusal is not None:
             event_class, fields = refusal
             await replies.send(event_class, **fields)
             return True
         await replies.send(Started, waited_s=max(0.0, time.time() - request.sent_at))
-        log.info("session %s: started (%s)", request.session_id, request.type)
+        log.info("started (%s)", request.type)
         if request.type == "rescrape":
             await self._run_rescrape(request, replies)
             return True
@@ -233,7 +245,7 @@ class Worker:
         try:
             await _outlive_cancellation(thread, generation)
         except Exception as error:
-            log.exception("session %s: generation failed", request.session_id)
+            log.exception("generation failed")
             await relay.close()
             await replies.send(Failed, reason=f"generation failed: {error}", text=generation.text)
             return True

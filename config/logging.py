@@ -1,0 +1,103 @@
+"""Logging for every ``concierge`` command: plain lines for a terminal, JSON lines by option.
+
+A request's session id rides on a context variable: the worker sets it around each job
+(``with session_context(request.session_id):``) and ``SessionFilter`` stamps it on every
+record logged meanwhile, by any module, in that task, in the tasks it creates and in
+``asyncio.to_thread`` (which copies the context). Log calls need not repeat the id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import TextIO
+
+PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+NOISY_LOGGERS = ("aio_pika", "aiormq", "aiohttp.access")
+
+current_session_id: ContextVar[str | None] = ContextVar("concierge_session_id", default=None)
+
+
+@contextmanager
+def session_context(session_id: str) -> Iterator[None]:
+    """Every record logged inside (and in tasks and threads started inside) carries the id."""
+    token = current_session_id.set(session_id)
+    try:
+        yield
+    finally:
+        current_session_id.reset(token)
+
+
+class SessionFilter(logging.Filter):
+    """Sets ``record.session_id`` (None outside a request); an explicit ``extra`` wins."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "session_id", None) is None:
+            record.session_id = current_session_id.get()
+        return True
+
+
+class PlainFormatter(logging.Formatter):
+    """``time LEVEL logger: session <id>: message``, the id only when the line has one.
+
+    A message that already names its session (``"session %s: ..."``) is not prefixed twice.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(PLAIN_FORMAT)
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        session_id = getattr(record, "session_id", None)
+        if session_id and session_id not in record.message:
+            record = logging.makeLogRecord(record.__dict__)
+            record.message = f"session {session_id}: {record.message}"
+        return super().formatMessage(record)
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: time (UTC, ISO 8601), level, logger, message, session_id
+    (when the line concerns a request) and the exception's traceback, if any."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, object] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        session_id = getattr(record, "session_id", None)
+        if session_id:
+            line["session_id"] = session_id
+        if record.exc_info:
+            line["exception"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            line["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def setup_logging(
+    level: str = "INFO", *, json_lines: bool = False, stream: TextIO | None = None
+) -> logging.Handler:
+    """Send every log line to ``stream`` (stderr by default), plain or as JSON lines.
+
+    Calling it again replaces the handler it installed before, and leaves other handlers
+    (pytest's, for one) alone. Returns the handler.
+    """
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if getattr(h, "concierge", False)]:
+        root.removeHandler(old)
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.concierge = True  # type: ignore[attr-defined]
+    handler.addFilter(SessionFilter())
+    handler.setFormatter(JsonFormatter() if json_lines else PlainFormatter())
+    root.addHandler(handler)
+    root.setLevel(level)
+    quiet = logging.NOTSET if level == "DEBUG" else logging.WARNING
+    for name in NOISY_LOGGERS:
+        logging.getLogger(name).setLevel(quiet)
+    return handler

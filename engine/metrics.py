@@ -1,0 +1,246 @@
+"""The engine's Prometheus metrics and health check, served by a small aiohttp server.
+
+The worker records every reply event it sends with one call, ``metrics.record(event)``: the
+protocol events already carry the numbers (``Started.waited_s``, ``Done.ttft_s``,
+``Cancelled.stop_latency_s``), so neither the worker nor the broker knows about Prometheus.
+The request queue depth is read from the broker when Prometheus scrapes, not polled.
+Each engine has its own ``CollectorRegistry``, so several engines in one process (tests, or
+two workers) never share a counter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.exposition import generate_latest
+from pydantic import BaseModel
+
+from broker.protocol import Cancelled, Done, Expired, Failed, Started
+
+if TYPE_CHECKING:
+    from broker.amqp import Broker
+
+log = logging.getLogger(__name__)
+
+OUTCOMES = ("done", "cancelled", "failed", "expired")
+QUEUE_WAIT_BUCKETS_S = (0.05, 0.25, 1, 5, 15, 30, 60, 120, 300, 600)
+TTFT_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30)
+TOKENS_PER_S_BUCKETS = (1, 2, 5, 10, 20, 35, 50, 75, 100, 200, 500)
+STOP_LATENCY_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+ANSWER_BUCKETS_S = (0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+QUEUE_DEPTH_TIMEOUT_S = 2.0  # a scrape never hangs on a slow broker
+
+QueueDepth = Callable[[], Awaitable[int]]
+Check = Callable[[], bool]
+
+
+class EngineMetrics:
+    """Counters and histograms of one engine, in a registry of its own."""
+
+    def __init__(self, engine_name: str = "engine") -> None:
+        self.engine_name = engine_name
+        self.registry = CollectorRegistry()
+        self.model_loaded = False
+        self.started_at = time.time()
+        self.started = 0  # requests the engine began (refused ones never start)
+        self.outcomes = dict.fromkeys(OUTCOMES, 0)  # requests ended, by terminal event
+        self._queue_depth: QueueDepth | None = None
+        self._broker_connected: Check = lambda: False
+        self._declare()
+
+    def _declare(self) -> None:
+        registry = self.registry
+        self.requests = Counter(
+            "concierge_requests",
+            "Requests ended, by terminal event (done, cancelled, failed, expired).",
+            ["outcome"],
+            registry=registry,
+        )
+        for outcome in OUTCOMES:
+            self.requests.labels(outcome)  # every outcome shows, 0 until it happens
+        self.queue_wait = Histogram(
+            "concierge_queue_wait_seconds",
+            "Time a request waited in the queue before the engine started it.",
+            buckets=QUEUE_WAIT_BUCKETS_S,
+            registry=registry,
+        )
+        self.ttft = Histogram(
+            "concierge_time_to_first_token_seconds",
+            "From the start of generation (prompt processing included) to the first token.",
+            buckets=TTFT_BUCKETS_S,
+            registry=registry,
+        )
+        self.tokens_per_s = Histogram(
+            "concierge_tokens_per_second",
+            "Decoding speed of each finished answer.",
+            buckets=TOKENS_PER_S_BUCKETS,
+            registry=registry,
+        )
+        self.answer_duration = Histogram(
+            "concierge_answer_duration_seconds",
+            "Generation time of each finished answer.",
+            buckets=ANSWER_BUCKETS_S,
+            registry=registry,
+        )
+        self.stop_latency = Histogram(
+            "concierge_cancel_stop_latency_seconds",
+            "From a cancel's arrival at the engine to the generation stopping.",
+            buckets=STOP_LATENCY_BUCKETS_S,
+            registry=registry,
+        )
+        self.tokens = Counter(
+            "concierge_tokens_generated",
+            "Tokens generated (finished and stopped answers).",
+            registry=registry,
+        )
+        self.queue_depth = Gauge(
+            "concierge_request_queue_depth",
+            "Requests waiting in the queue (read from the broker at each scrape).",
+            registry=registry,
+        )
+        self.broker_up = Gauge(
+            "concierge_broker_connected", "1 while connected to RabbitMQ.", registry=registry
+        )
+        self.model_up = Gauge(
+            "concierge_model_loaded", "1 once the model is loaded.", registry=registry
+        )
+
+    # --- what the worker calls -----------------------------------------------------------
+
+    def record(self, event: BaseModel) -> None:
+        """Account for one reply event; tokens and progress are ignored, so any event may go
+        through here. Call it once per event sent (a terminal event ends one request)."""
+        match event:
+            case Started():
+                self.started += 1
+                self.queue_wait.observe(event.waited_s)
+            case Done():
+                self._count("done")
+                self.tokens.inc(event.tokens)
+                self.answer_duration.observe(event.elapsed_s)
+                if event.ttft_s is not None:  # None for a rescrape
+                    self.ttft.observe(event.ttft_s)
+                if event.tokens_per_s is not None:
+                    self.tokens_per_s.observe(event.tokens_per_s)
+            case Cancelled():
+                self._count("cancelled")
+                self.tokens.inc(event.tokens)
+                if event.stop_latency_s is not None:  # None when stopped before it started
+                    self.stop_latency.observe(event.stop_latency_s)
+            case Failed():
+                self._count("failed")
+            case Expired():
+                self._count("expired")
+
+    def _count(self, outcome: str) -> None:
+        self.requests.labels(outcome).inc()
+        self.outcomes[outcome] += 1
+
+    def watch(self, broker: Broker) -> None:
+        """Read the queue depth and the connection state from ``broker`` at each scrape."""
+        self._queue_depth = broker.request_queue_depth
+        self._broker_connected = lambda: broker.connection.connected.is_set()
+
+    # --- what the server reads -----------------------------------------------------------
+
+    def broker_connected(self) -> bool:
+        try:
+            return self._broker_connected()
+        except Exception:  # not connected yet, or already closed
+            return False
+
+    async def refresh(self) -> None:
+        """Update the gauges that are read, not recorded: called before each scrape."""
+        connected = self.broker_connected()
+        self.broker_up.set(connected)
+        self.model_up.set(self.model_loaded)
+        if self._queue_depth is None or not connected:
+            return
+        try:
+            depth = await asyncio.wait_for(self._queue_depth(), QUEUE_DEPTH_TIMEOUT_S)
+        except Exception as error:  # keep the last value; the scrape must still answer
+            log.debug("queue depth not read: %s", error)
+        else:
+            self.queue_depth.set(depth)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def health(self) -> dict[str, Any]:
+        """What ``/healthz`` answers; ``ok`` only when the engine can serve a request."""
+        broker_connected = self.broker_connected()
+        return {
+            "ok": broker_connected and self.model_loaded,
+            "engine": self.engine_name,
+            "alive": True,  # this answer comes from the engine's own event loop
+            "broker_connected": broker_connected,
+            "model_loaded": self.model_loaded,
+            "uptime_s": round(time.time() - self.started_at, 1),
+            "started": self.started,
+            "requests": dict(self.outcomes),
+        }
+
+
+class MetricsServer:
+    """``GET /metrics`` (Prometheus text format) and ``GET /healthz`` (JSON; 200 or 503).
+
+    ``port=0`` picks a free port (tests); read the chosen one from ``port`` after ``start``.
+    """
+
+    def __init__(self, metrics: EngineMetrics, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.metrics = metrics
+        self.host = host
+        self.port = port
+        self._runner: web.AppRunner | None = None
+
+    async def start(self) -> MetricsServer:
+        app = web.Application()
+        app.router.add_get("/metrics", self._metrics)
+        app.router.add_get("/healthz", self._healthz)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        self.port = self._runner.addresses[0][1]  # the real port when 0 was asked
+        log.info("metrics on http://%s:%d/metrics", self.host, self.port)
+        return self
+
+    async def close(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> MetricsServer:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def _metrics(self, request: web.Request) -> web.Response:
+        await self.metrics.refresh()
+        response = web.Response(body=self.metrics.exposition())
+        response.headers["Content-Type"] = CONTENT_TYPE_LATEST
+        return response
+
+    async def _healthz(self, request: web.Request) -> web.Response:
+        health = self.metrics.health()
+        return web.json_response(health, status=200 if health["ok"] else 503)
+
+
+@asynccontextmanager
+async def serve_metrics(
+    metrics: EngineMetrics, host: str, port: int
+) -> AsyncIterator[MetricsServer | None]:
+    """The metrics server for the engine's settings; ``port`` 0 means off (yields None)."""
+    if port == 0:
+        yield None
+        return
+    async with MetricsServer(metrics, host, port) as server:
+        yield server
