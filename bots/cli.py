@@ -66,13 +66,9 @@ def _configured_adapters(settings: Settings) -> list[AdapterRun]:
     """The platform adapters whose tokens are set."""
     adapters: list[AdapterRun] = []
     if settings.discord_token is not None:
-        from bots.discord_adapter import run_discord
-
-        adapters.append(run_discord)
+        adapters.append(_run_discord())
     if settings.slack_bot_token is not None:
-        from bots.slack_adapter import run_slack
-
-        adapters.append(run_slack)
+        adapters.append(_run_slack())
     return adapters
 
 
@@ -109,38 +105,53 @@ def build_parser() -> argparse.ArgumentParser:
     search = kb_commands.add_parser("search", help="the passages a question would retrieve")
     search.add_argument("words")
     search.add_argument("--limit", type=int, default=5)
+    from engine.benchmarks.cli import add_bench_parser
+
+    add_bench_parser(commands)
     return parser
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> Awaitable[int]:
+    """The coroutine that runs ``args.command``; modules load only when their command runs."""
     from bots import terminal
 
-    match args.command:
-        case "engine":
-            return engine_command(settings)
-        case "up":
-            return up_command(settings)
-        case "chat":
-            return terminal.chat(settings)
-        case "discord":
-            from bots.discord_adapter import run_discord
+    commands: dict[str, Callable[[], Awaitable[int]]] = {
+        "engine": lambda: engine_command(settings),
+        "up": lambda: up_command(settings),
+        "chat": lambda: terminal.chat(settings),
+        "ask": lambda: terminal.ask(settings, args.question, as_json=args.json),
+        "rescrape": lambda: terminal.ask(settings, "", as_json=args.json, kind="rescrape"),
+        "discord": lambda: adapter_command(_run_discord(), settings),
+        "slack": lambda: adapter_command(_run_slack(), settings),
+        "kb": lambda: _kb(args, settings),
+        "status": lambda: _status(args, settings),
+        "bench": lambda: _bench(args, settings),
+    }
+    return commands[args.command]()
 
-            return adapter_command(run_discord, settings)
-        case "slack":
-            from bots.slack_adapter import run_slack
 
-            return adapter_command(run_slack, settings)
-        case "ask":
-            return terminal.ask(settings, args.question, as_json=args.json)
-        case "rescrape":
-            return terminal.ask(settings, "", as_json=args.json, kind="rescrape")
-        case "kb":
-            return _kb(args, settings)
-        case "status":
-            from bots.status import status_command
+def _run_discord() -> AdapterRun:
+    from bots.discord_adapter import run_discord
 
-            return status_command(settings, engine_names=args.engine, bot_names=args.bot)
-    raise AssertionError(args.command)
+    return run_discord
+
+
+def _run_slack() -> AdapterRun:
+    from bots.slack_adapter import run_slack
+
+    return run_slack
+
+
+async def _status(args: argparse.Namespace, settings: Settings) -> int:
+    from bots.status import status_command
+
+    return await status_command(settings, engine_names=args.engine, bot_names=args.bot)
+
+
+async def _bench(args: argparse.Namespace, settings: Settings) -> int:
+    from engine.benchmarks.cli import bench_command
+
+    return await bench_command(args, settings)
 
 
 async def _kb(args: argparse.Namespace, settings: Settings) -> int:

@@ -135,9 +135,10 @@ async def _all_runs(
     progress: Progress,
 ) -> list[dict[str, Any]]:
     cancel_after_s = config.cancel_after_s
-    if config.phase == "prefill" and cancel_after_s is None:
-        assert baseline is not None
-        cancel_after_s = 0.25 * (baseline["full_prefill_s"]["median"] or 4.0)
+    if baseline is not None:
+        if cancel_after_s is None:
+            cancel_after_s = 0.25 * (baseline["full_prefill_s"]["median"] or 4.0)
+        baseline["cancel_after_s"] = cancel_after_s  # after Started, the cancel was published
     runs: list[dict[str, Any]] = []
     for depth in config.depths:
         for index in range(config.repeat):

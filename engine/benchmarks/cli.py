@@ -65,7 +65,7 @@ def add_bench_parser(subcommands: Any) -> argparse.ArgumentParser:
     _common(cancel)
 
     stream = kinds.add_parser("stream", help="tokens/s: llama.cpp in process against pipeline")
-    stream.add_argument("--repeat", type=_positive, default=2, help="pairs per prompt")
+    stream.add_argument("--repeat", type=_positive, default=3, help="pairs per prompt")
     stream.add_argument("--max-tokens", type=_positive, default=128)
     stream.add_argument("--prompts", type=_positive, default=3, help="distinct prompts (1-3+)")
     _common(stream)
@@ -201,14 +201,14 @@ async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run without the ``concierge`` wiring: ``python -m engine.benchmarks.cli cancel ...``."""
-    from bots.cli import setup_logging
+    from config.logging import setup_logging
     from config.settings import load_settings
 
     parser = argparse.ArgumentParser(prog="concierge")
     add_bench_parser(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["bench", *(argv if argv is not None else sys.argv[1:])])
     settings = load_settings()
-    setup_logging(settings)
+    setup_logging(settings.log_level, json_lines=settings.log_json)
     return asyncio.run(bench_command(args, settings))
 
 

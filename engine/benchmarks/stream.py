@@ -38,7 +38,7 @@ PROMPTS = (
 
 @dataclass(frozen=True)
 class StreamConfig:
-    repeat: int = 2  # each prompt this many times, per path
+    repeat: int = 3  # each prompt this many times, per path
     max_tokens: int = 128
     prompts: int = len(PROMPTS)
 
