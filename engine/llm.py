@@ -85,7 +85,19 @@ class LlamaBackend:
             return bool(self._should_stop())
 
         self._abort = abort  # keep a reference: ctypes would free it otherwise
-        llama_cpp.llama_set_abort_callback(self.llm.ctx, abort, None)
+
+    def _watch_compute(self, on: bool) -> None:
+        """Install or remove the abort callback.
+
+        ggml calls it at every node of every graph: a thousand Python calls per token, each
+        taking the GIL from the event loop. So it is on only while the prompt is processed,
+        where a cancel could otherwise wait for seconds; once tokens flow, the token loop
+        checks for cancels between tokens instead.
+        """
+        import llama_cpp
+
+        callback = self._abort if on else llama_cpp.ggml_abort_callback()  # a NULL pointer
+        llama_cpp.llama_set_abort_callback(self.llm.ctx, callback, None)
 
     def count_tokens(self, text: str) -> int:
         return len(self.llm.tokenize(text.encode(), add_bos=False, special=False))
@@ -94,6 +106,7 @@ class LlamaBackend:
         self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
     ) -> Iterator[str]:
         self._should_stop = should_stop
+        self._watch_compute(True)
         try:
             chunks: Any = self.llm.create_chat_completion(
                 messages=[message.as_dict() for message in messages],  # type: ignore[misc]
@@ -101,7 +114,9 @@ class LlamaBackend:
                 temperature=limits.temperature,
                 stream=True,
             )
-            for chunk in chunks:
+            for index, chunk in enumerate(chunks):
+                if index == 0:
+                    self._watch_compute(False)  # the prompt is processed
                 text = chunk["choices"][0]["delta"].get("content")
                 if text:
                     yield text
@@ -111,6 +126,7 @@ class LlamaBackend:
             self._reset_context()
             raise GenerationStopped from None
         finally:
+            self._watch_compute(False)
             self._should_stop = lambda: False
 
     def _reset_context(self) -> None:

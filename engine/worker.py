@@ -21,6 +21,7 @@ from broker.protocol import (
     ProtocolError,
     Request,
     Started,
+    TokenEvent,
     decode_cancel,
     decode_request,
 )
@@ -229,7 +230,7 @@ class Worker:
         generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
         self._current = generation
         prompt = self.build_prompt(request)
-        relay = TokenRelay(replies)
+        relay = TokenRelay(replies, self.settings.token_batch_s)
         thread = asyncio.ensure_future(
             asyncio.to_thread(
                 run_token_loop,
@@ -252,10 +253,10 @@ class Worker:
         finally:
             watchdog.cancel()
             self._current = None
+        await relay.close()
         if prompt.appendix and generation.finished_naturally:
             generation.appendix = prompt.appendix  # the links of the articles it was given
-            relay.emit(prompt.appendix)
-        await relay.close()
+            await replies.send(TokenEvent, text=prompt.appendix, tokens=0)
         event_class, fields = self._outcome(generation)
         await replies.send(event_class, **fields)
         return not generation.abandoned

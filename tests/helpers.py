@@ -29,7 +29,7 @@ async def wait_for_tokens(
         assert not isinstance(item, StopRequested)
         assert item.type not in TERMINAL_TYPES, f"ended early: {item}"
         events.append(item)
-        tokens += isinstance(item, TokenEvent)
+        tokens += item.tokens if isinstance(item, TokenEvent) else 0
     return events
 
 

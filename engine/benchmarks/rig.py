@@ -151,7 +151,13 @@ class Trace:
         return self.arrivals[-1][0] if self.terminal is not None else None
 
     def token_arrivals(self) -> list[tuple[float, TokenEvent]]:
-        return [(at, event) for at, event in self.arrivals if isinstance(event, TokenEvent)]
+        """One (arrival time, event) per model token: an event may carry several tokens."""
+        return [
+            (at, event)
+            for at, event in self.arrivals
+            if isinstance(event, TokenEvent)
+            for _ in range(event.tokens)
+        ]
 
     @property
     def tokens(self) -> int:

@@ -143,7 +143,7 @@ async def measure_pipeline(rig: Rig, question: str) -> dict[str, Any]:
         "engine_ttft_s": end.ttft_s,
         "engine_tokens_per_s": end.tokens_per_s,
         "token_latency_s": [a - e for a, e in zip(arrived, emitted, strict=True)],
-        "text": "".join(event.text for _, event in arrivals),
+        "text": "".join({id(event): event.text for _, event in arrivals}.values()),
     }
 
 
