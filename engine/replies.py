@@ -12,6 +12,11 @@ from broker.protocol import Request, TokenEvent
 
 log = logging.getLogger(__name__)
 
+# Why a job ended early, as its asker reads it (``STOPPED_BY_USER`` becomes a Cancelled event).
+INTERRUPTED = "interrupted: the engine stopped while answering; please ask again"
+RESTARTED = "the engine restarted before answering; please ask again"
+STOPPED_BY_USER = "stopped"
+
 
 class Replies:
     """The reply stream of one request: numbers every event and routes it to the asker."""
@@ -45,14 +50,12 @@ class Replies:
 class TokenRelay:
     """Carries tokens from the generation thread to the event loop without ever blocking it.
 
-    ``emit`` is called in the thread and only schedules a put. The pump publishes the first
-    token at once, then at most one event per ``batch_s`` with every token that came in the
-    meantime: fewer publishes leave more CPU to the model (see docs/benchmarks.md).
+    ``emit`` is called in the thread and only schedules a put; the pump publishes in order,
+    one event per token.
     """
 
-    def __init__(self, replies: Replies, batch_s: float) -> None:
+    def __init__(self, replies: Replies) -> None:
         self.replies = replies
-        self.batch_s = batch_s
         self._loop = asyncio.get_running_loop()
         self._pieces: asyncio.Queue[str | None] = asyncio.Queue()
         self._pump = asyncio.create_task(self._publish_all())
@@ -67,18 +70,5 @@ class TokenRelay:
         await self._pump
 
     async def _publish_all(self) -> None:
-        ended = False
-        while not ended:
-            first = await self._pieces.get()
-            if first is None:
-                return
-            pieces = [first]
-            while not self._pieces.empty():
-                piece = self._pieces.get_nowait()
-                if piece is None:
-                    ended = True
-                    break
-                pieces.append(piece)
-            await self.replies.send(TokenEvent, text="".join(pieces), tokens=len(pieces))
-            if self.batch_s and not ended:
-                await asyncio.sleep(self.batch_s)  # let the next tokens gather
+        while (piece := await self._pieces.get()) is not None:
+            await self.replies.send(TokenEvent, text=piece)

@@ -23,7 +23,7 @@ from engine.knowledge import (
     select_passages,
 )
 from engine.llm import ChatMessage
-from engine.replies import Replies
+from engine.replies import STOPPED_BY_USER, Replies
 
 log = logging.getLogger(__name__)
 
@@ -71,20 +71,27 @@ class SiteKnowledge:
         return max(0, budget)
 
     async def rescrape(
-        self, request: Request, replies: Replies, should_stop: Callable[[], bool]
+        self, request: Request, replies: Replies, stop_reason: Callable[[], str | None]
     ) -> None:
-        """Rebuild the knowledge base; progress and the outcome go to the asker."""
+        """Rebuild the knowledge base; progress and the outcome go to the asker.
+
+        ``stop_reason()`` says why to stop: ``STOPPED_BY_USER`` (a cancel) or a failure.
+        """
         started = time.monotonic()
         progress = ProgressRelay(replies)
         try:
-            result = await rescrape(self.settings, progress.report, should_stop)
+            result = await rescrape(
+                self.settings, progress.report, lambda: stop_reason() is not None
+            )
         except RescrapeStopped:
             await progress.close()
-            await replies.send(
-                Cancelled,
-                text=f"{progress.last_text}\nRescrape stopped; "
-                "the previous knowledge base is still in use.",
-            )
+            kept = "the previous knowledge base is still in use."
+            reason = stop_reason() or STOPPED_BY_USER
+            if reason == STOPPED_BY_USER:
+                text = f"{progress.last_text}\nRescrape stopped; {kept}"
+                await replies.send(Cancelled, text=text)
+            else:
+                await replies.send(Failed, reason=f"{reason}; {kept}", text=progress.last_text)
         except RescrapeFailed as error:
             await progress.close()
             await replies.send(Failed, reason=f"rescrape failed: {error}")

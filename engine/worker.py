@@ -31,17 +31,16 @@ from engine.cancelled import CancelledSessions
 from engine.generation import Generation, run_token_loop
 from engine.llm import Backend, ChatMessage, GenerationLimits
 from engine.metrics import EngineMetrics
-from engine.replies import Replies, TokenRelay
+from engine.replies import INTERRUPTED, RESTARTED, STOPPED_BY_USER, Replies, TokenRelay
 from engine.site_knowledge import Prompt
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 PromptBuilder = Callable[[Request], Prompt]
-RescrapeJob = Callable[[Request, Replies, Callable[[], bool]], Awaitable[None]]
+StopReason = Callable[[], str | None]  # why a job must stop now (STOPPED_BY_USER or a failure)
+RescrapeJob = Callable[[Request, Replies, StopReason], Awaitable[None]]
 
-INTERRUPTED = "interrupted: the engine stopped while answering; please ask again"
-RESTARTED = "the engine restarted before answering; please ask again"
 ASKER_CHECK_INTERVAL_S = 2.0
 
 
@@ -73,6 +72,9 @@ class Worker:
         # prefetch_count=1 already serialises deliveries, but after a reconnect the broker
         # redelivers while the old job may still run: the model must never serve two at once.
         self._one_job_at_a_time = asyncio.Lock()
+        # A rescrape needs no model: it runs beside the answers, one at a time.
+        self._rescrape_task: asyncio.Task[None] | None = None
+        self._shutting_down = False
 
     def _replies(self, request: Request) -> Replies:
         """The reply stream of ``request``; every event sent is also recorded in the metrics."""
@@ -104,14 +106,19 @@ class Worker:
         await self._idle.wait()
 
     async def stop(self, grace_s: float) -> None:
-        """Take no more requests; let the current answer finish, or stop it after ``grace_s``."""
+        """Take no more requests; let the current answer finish, or stop it after ``grace_s``.
+
+        A running rescrape is stopped at once (the old knowledge base stays)."""
         await self.broker.pause_requests()
+        self._shutting_down = True
         try:
             await asyncio.wait_for(self._idle.wait(), grace_s)
         except TimeoutError:
             if self._current is not None:
                 self._current.abandoned = True
             await self._idle.wait()
+        if self._rescrape_task is not None:
+            await self._rescrape_task
 
     async def _stop_if_asker_leaves(self, request: Request) -> None:
         """While an answer runs, check now and then that its asker's reply queue still exists;
@@ -157,8 +164,7 @@ class Worker:
         self._idle.clear()
         try:
             if request.type == "rescrape":
-                await delivery.ack()  # a rescrape may outlast RabbitMQ's consumer timeout
-                await self.broker.pause_requests()
+                await delivery.ack()  # it may outlast RabbitMQ's consumer timeout
             finished = await self._serve(request, redelivered=delivery.redelivered)
         except Exception as error:  # a bug must end in a visible state, not in silence
             log.exception("request failed")
@@ -172,8 +178,8 @@ class Worker:
         """Ack what was finished; hand back what was not (a graceful stop mid-answer)."""
         try:
             if request.type == "rescrape":
-                await self.broker.consume_requests(self.on_request)
-            elif finished:
+                return  # acknowledged when it started
+            if finished:
                 await delivery.ack()
             else:
                 await delivery.reject(requeue=True)
@@ -205,7 +211,7 @@ class Worker:
         await replies.send(Started, waited_s=max(0.0, time.time() - request.sent_at))
         log.info("started (%s)", request.type)
         if request.type == "rescrape":
-            await self._run_rescrape(request, replies)
+            self._rescrape_task = asyncio.create_task(self._run_rescrape(request, replies))
             return True
         return await self._answer(request, replies)
 
@@ -215,6 +221,10 @@ class Worker:
         """The terminal event for a request that must not start, if it is one."""
         if redelivered:
             return Failed, {"reason": INTERRUPTED}
+        if request.type == "rescrape" and self.rescrape is None:
+            return Failed, {"reason": "no knowledge base is configured on this engine"}
+        if request.type == "rescrape" and self._rescrape_task and not self._rescrape_task.done():
+            return Failed, {"reason": "a rescrape is already running"}
         if request.session_id in self.cancelled:
             return Cancelled, {}
         if time.time() > request.deadline:
@@ -230,7 +240,7 @@ class Worker:
         generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
         self._current = generation
         prompt = self.build_prompt(request)
-        relay = TokenRelay(replies, self.settings.token_batch_s)
+        relay = TokenRelay(replies)
         thread = asyncio.ensure_future(
             asyncio.to_thread(
                 run_token_loop,
@@ -293,16 +303,26 @@ class Worker:
         }
 
     async def _run_rescrape(self, request: Request, replies: Replies) -> None:
-        if self.rescrape is None:
-            await replies.send(Failed, reason="no knowledge base is configured on this engine")
-            return
-        session_id = request.session_id
-        deadline = time.monotonic() + self.settings.rescrape_time_limit_s
+        """Rebuild the knowledge base in the background; answers go on meanwhile."""
+        assert self.rescrape is not None
+        limit_s = self.settings.rescrape_time_limit_s
+        deadline = time.monotonic() + limit_s
 
-        def should_stop() -> bool:
-            return session_id in self.cancelled or time.monotonic() > deadline
+        def stop_reason() -> str | None:
+            if request.session_id in self.cancelled:
+                return STOPPED_BY_USER
+            if self._shutting_down:
+                return INTERRUPTED
+            if time.monotonic() > deadline:
+                return f"time limit of {limit_s:g} s reached"
+            return None
 
-        await self.rescrape(request, replies, should_stop)
+        with session_context(request.session_id):
+            try:
+                await self.rescrape(request, replies, stop_reason)
+            except Exception as error:
+                log.exception("rescrape failed")
+                await replies.send(Failed, reason=f"rescrape failed: {error}")
 
     def _plain_prompt(self, request: Request) -> Prompt:
         return Prompt(

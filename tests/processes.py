@@ -22,6 +22,7 @@ def process_env(settings: Settings, **extra: str) -> dict[str, str]:
         CONCIERGE_BROKER_URL=settings.broker_url.get_secret_value(),
         CONCIERGE_MAX_TOKENS=str(settings.max_tokens),
         CONCIERGE_TEMPERATURE=str(settings.temperature),
+        CONCIERGE_METRICS_PORT=str(settings.metrics_port),
     )
     env.update(extra)
     return env

@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("CONCIERGE_")}
     env.update(CONCIERGE_PREFIX=settings.prefix, CONCIERGE_KB_PATH=str(settings.kb_path))
+    env["CONCIERGE_METRICS_PORT"] = "0"  # engines started here must not clash over a port
     env["COLUMNS"] = "250"  # rich wraps tables to the terminal width
     env.update(extra)
     return env

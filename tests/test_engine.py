@@ -265,3 +265,44 @@ async def test_a_live_asker_is_never_taken_for_gone(
 ) -> None:
     assert await broker.reply_queue_exists(client.bot_id)  # exclusive, on another connection
     assert not await broker.reply_queue_exists("nobody-here")
+
+
+async def test_a_rescrape_runs_beside_answers_and_stops_on_a_cancel(
+    site_settings: Settings, backend: Backend, broker: Broker, site: FakeSite
+) -> None:
+    settings = site_settings.model_copy(update={"site_urls": [f"{site.base}/slow"]})
+    settings = settings.model_copy(update={"site_sitemap_url": None})
+    engine = await start_engine(settings, backend)
+    async with ConciergeClient(settings, "test") as client:
+        rescrape = await client.ask("", user_id="admin", kind="rescrape")
+        await asyncio.wait_for(site.hanging.wait(), 30)  # the rescrape is fetching
+        second = await collect(await client.ask("", user_id="admin2", kind="rescrape"))
+        answer = await collect(await client.ask("Say hello.", user_id="u1"))
+        await client.cancel(rescrape, "admin")
+        rescrape_events = await collect(rescrape)
+    site.release.set()
+    await engine.stop()
+    assert isinstance(answer[-1], Done)  # answered while the rescrape was still running
+    assert isinstance(second[-1], Failed) and "already running" in second[-1].reason
+    assert isinstance(rescrape_events[-1], Cancelled)
+    assert "previous knowledge base is still in use" in rescrape_events[-1].text
+
+
+async def test_a_rescrape_past_its_time_limit_fails_and_keeps_the_old_knowledge(
+    site_settings: Settings, backend: Backend, broker: Broker, site: FakeSite
+) -> None:
+    settings = site_settings.model_copy(
+        update={
+            "site_urls": [f"{site.base}/slow"],
+            "site_sitemap_url": None,
+            "rescrape_time_limit_s": 0.5,
+        }
+    )
+    engine = await start_engine(settings, backend)
+    async with ConciergeClient(settings, "test") as client:
+        events = await collect(await client.ask("", user_id="admin", kind="rescrape"))
+    site.release.set()
+    await engine.stop()
+    assert isinstance(events[-1], Failed)
+    assert events[-1].reason.startswith("time limit of 0.5 s reached")
+    assert "still in use" in events[-1].reason

@@ -53,6 +53,7 @@ def bench_settings(settings: Settings, kb_dir: Path, **overrides: Any) -> Settin
         "answer_time_limit_s": 900.0,
         "request_ttl_s": 900.0,
         "max_question_chars": 16_000,
+        "metrics_port": 0,  # a benchmark serves no metrics (and must not clash with an engine)
     }
     fields.update(overrides)
     return settings.model_copy(update=fields)
