@@ -15,6 +15,10 @@ from config.settings import Settings
 log = logging.getLogger(__name__)
 
 
+NAMED_REPLY_QUEUE_KEEP_S = 3600.0
+ONE_OFF_REPLY_QUEUE_KEEP_S = 300.0
+
+
 class AskRefused(Exception):
     """The request was not queued; the message says why, in words for the asker."""
 
@@ -26,16 +30,24 @@ class ConciergeClient:
         self.settings = settings
         self.platform = platform
         self.bot_id = bot_id or settings.bot_name or f"{platform}-{uuid.uuid4().hex[:12]}"
-        self.durable_replies = bool(bot_id or settings.bot_name)
+        # A named bot comes back under the same id after a restart: its replies wait an hour.
+        # A one-off client's queue is deleted when it closes; after a crash it waits 5 minutes.
+        self.named = bool(bot_id or settings.bot_name)
         self.broker = Broker(settings)
         self.sessions = SessionRegistry()
 
     async def start(self) -> ConciergeClient:
         await self.broker.connect()
-        await self.broker.consume_replies(self.bot_id, self._on_reply, durable=self.durable_replies)
+        keep_s = NAMED_REPLY_QUEUE_KEEP_S if self.named else ONE_OFF_REPLY_QUEUE_KEEP_S
+        await self.broker.consume_replies(self.bot_id, self._on_reply, keep_s=keep_s)
         return self
 
     async def close(self) -> None:
+        if not self.named:
+            try:
+                await self.broker.delete_reply_queue(self.bot_id)
+            except Exception as error:  # the broker may be gone; the queue then expires
+                log.debug("reply queue not deleted: %s", error)
         await self.broker.close()
 
     async def __aenter__(self) -> ConciergeClient:

@@ -53,7 +53,7 @@ Delivery = AbstractIncomingMessage
 Handler = Callable[[Delivery], Awaitable[None]]
 
 DEAD_QUEUE_MAX_LENGTH = 10_000
-IDLE_QUEUE_EXPIRES_MS = 3_600_000  # a reply/cancel queue nobody uses is dropped after an hour
+IDLE_QUEUE_EXPIRES_MS = 3_600_000  # a cancel queue nobody uses is dropped after an hour
 
 
 class QueueFull(Exception):
@@ -319,22 +319,23 @@ class Broker:
         queue = await self._control.declare_queue(self.names.expired_queue, durable=True)
         await queue.consume(handler)
 
-    async def consume_replies(self, bot_id: str, handler: Handler, *, durable: bool) -> None:
-        """The bot process's own reply queue.
-
-        ``durable`` keeps events for a bot that restarts under the same id (they wait an hour);
-        otherwise the queue lives and dies with this connection.
-        """
+    async def consume_replies(self, bot_id: str, handler: Handler, *, keep_s: float) -> None:
+        """The bot process's own reply queue: durable, so the terminal events (persistent) of
+        its answers survive a broker restart or a reconnect; RabbitMQ drops it once it has
+        had no consumer for ``keep_s``."""
         assert self._control is not None
-        name = self.names.reply_queue(bot_id)
-        if durable:
-            queue = await self._control.declare_queue(
-                name, durable=True, arguments={"x-expires": IDLE_QUEUE_EXPIRES_MS}
-            )
-        else:
-            queue = await self._control.declare_queue(name, exclusive=True, auto_delete=True)
+        queue = await self._control.declare_queue(
+            self.names.reply_queue(bot_id),
+            durable=True,
+            arguments={"x-expires": int(keep_s * 1000)},
+        )
         await queue.bind(self.names.reply_exchange, routing_key=bot_id)
         await queue.consume(handler)
+
+    async def delete_reply_queue(self, bot_id: str) -> None:
+        """Drop a reply queue nobody will come back for, so the engine stops answering it."""
+        assert self._confirm is not None
+        await self._confirm.queue_delete(self.names.reply_queue(bot_id))
 
     async def delete_all(self) -> None:
         """Remove the shared queues and exchanges of this prefix (tests and uninstall)."""

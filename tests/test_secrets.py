@@ -52,6 +52,8 @@ async def test_a_full_exchange_at_debug_logs_no_secret(
 ) -> None:
     password = secret_settings.broker_url.get_secret_value().split(":")[2].split("@")[0]
     caplog.set_level(logging.DEBUG)
+    for library in ("aio_pika", "aiormq"):  # other tests may have quietened them
+        caplog.set_level(logging.DEBUG, logger=library)
     async with Broker(secret_settings) as broker:
         engine = await start_engine(secret_settings, backend)
         async with ConciergeClient(secret_settings, "test") as client:
