@@ -280,7 +280,7 @@ async def start_bot(
 async def test_a_mention_is_answered_in_place_with_throttled_edits(
     settings: Settings, start_bot: StartBot, engine_for: StartEngine, fake_discord: FakeDiscord
 ) -> None:
-    settings = settings.model_copy(update={"edit_interval_s": 0.2, "max_tokens": 24})
+    settings = settings.model_copy(update={"edit_interval_s": 0.1, "max_tokens": 64})
     await engine_for(settings)
     discord_ = await start_bot(settings)
 
