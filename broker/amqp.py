@@ -132,9 +132,15 @@ class Broker:
         direct, fanout = aio_pika.ExchangeType.DIRECT, aio_pika.ExchangeType.FANOUT
         request_x = await channel.declare_exchange(names.request_exchange, direct, durable=True)
         expired_x = await channel.declare_exchange(names.expired_exchange, fanout, durable=True)
-        reply_x = await channel.declare_exchange(names.reply_exchange, direct, durable=True)
+        await channel.declare_exchange(names.reply_exchange, direct, durable=True)
         cancel_x = await channel.declare_exchange(names.cancel_exchange, fanout, durable=True)
-        self._exchanges = {"request": request_x, "reply": reply_x, "cancel": cancel_x}
+        assert self._stream is not None
+        stream_reply_x = await self._stream.get_exchange(names.reply_exchange, ensure=False)
+        self._exchanges = {
+            "request": request_x,
+            "cancel": cancel_x,
+            "stream_reply": stream_reply_x,  # the reply exchange on the channel without confirms
+        }
 
         requests = await self._declare_request_queue(channel)
         await requests.bind(request_x, REQUEST_ROUTING_KEY)
@@ -214,9 +220,9 @@ class Broker:
             correlation_id=str(getattr(event, "session_id", "")),
             type=event_type,
         )
-        assert self._stream is not None
-        reply_x = await self._stream.get_exchange(self.names.reply_exchange, ensure=False)
-        await reply_x.publish(message, routing_key=reply_to, mandatory=False)
+        await self._exchanges["stream_reply"].publish(
+            message, routing_key=reply_to, mandatory=False
+        )
 
     async def send_dead(self, delivery: Delivery, reason: str) -> None:
         """Park a message we cannot use in the dead-letter queue, with the reason in a header."""
