@@ -13,13 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import aio_pika
 import aiohttp
-from aiormq.exceptions import ChannelAccessRefused, ChannelLockedResource, ChannelNotFoundEntity
 from rich.console import Console
 from rich.table import Table
 
-from broker.amqp import BrokerUnavailable, safe_url
+from broker.amqp import peek_queues
 from broker.protocol import Names
 from config.settings import Settings
 from engine.knowledge import KnowledgeBase
@@ -58,33 +56,11 @@ async def read_queues(
     for bot in dict.fromkeys([settings.bot_name, *bot_names]):
         if bot:
             wanted.append((f"reply ({bot})", names.reply_queue(bot)))
-    url = settings.broker_url.get_secret_value()
-    try:
-        connection = await aio_pika.connect(url, timeout=settings.connect_timeout_s)
-    except Exception as error:
-        raise BrokerUnavailable(
-            f"cannot reach RabbitMQ at {safe_url(url)}: {type(error).__name__}"
-        ) from None
-    async with connection:
-        return [await _passive_declare(connection, role, name) for role, name in wanted]
-
-
-async def _passive_declare(
-    connection: aio_pika.abc.AbstractConnection, role: str, name: str
-) -> QueueInfo:
-    """A failed passive declare closes its channel, hence one channel per queue."""
-    channel = await connection.channel(publisher_confirms=False)
-    try:
-        queue = await channel.declare_queue(name, passive=True)
-    except ChannelNotFoundEntity:
-        return QueueInfo(role, name, "missing")
-    except (ChannelLockedResource, ChannelAccessRefused):
-        return QueueInfo(role, name, "exclusive")  # alive, owned by another connection
-    finally:
-        if not channel.is_closed:
-            await channel.close()
-    declared = queue.declaration_result
-    return QueueInfo(role, name, "ok", declared.message_count, declared.consumer_count)
+    peeks = await peek_queues(settings, [name for _, name in wanted])
+    return [
+        QueueInfo(role, name, peek.state, peek.messages, peek.consumers)
+        for (role, name), peek in zip(wanted, peeks, strict=True)
+    ]
 
 
 def health_url(settings: Settings) -> str | None:

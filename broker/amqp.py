@@ -15,10 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Literal
 
 import aio_pika
 from aio_pika.abc import (
+    AbstractConnection,
     AbstractExchange,
     AbstractIncomingMessage,
     AbstractQueue,
@@ -28,6 +31,7 @@ from aio_pika.abc import (
 from aio_pika.exceptions import DeliveryError
 from aiormq.exceptions import (
     AMQPConnectionError,
+    ChannelAccessRefused,
     ChannelInvalidStateError,
     ChannelLockedResource,
     ChannelNotFoundEntity,
@@ -272,21 +276,9 @@ class Broker:
         return await self._request_queue.get(no_ack=False, fail=False)
 
     async def reply_queue_exists(self, bot_id: str) -> bool:
-        """Whether the bot ``bot_id`` still has its reply queue (a passive declare).
-
-        A failed passive declare closes its channel, hence a throwaway one.
-        """
-        channel = await self.connection.channel(publisher_confirms=False)
-        try:
-            await channel.declare_queue(self.names.reply_queue(bot_id), passive=True, robust=False)
-        except ChannelNotFoundEntity:
-            return False
-        except ChannelLockedResource:
-            return True  # an exclusive queue, alive on its owner's connection
-        finally:
-            if not channel.is_closed:
-                await channel.close()
-        return True
+        """Whether the bot ``bot_id`` still has its reply queue."""
+        peek = await _peek(self.connection, self.names.reply_queue(bot_id))
+        return peek.state != "missing"
 
     # --- consuming ----------------------------------------------------------------------
 
@@ -356,3 +348,45 @@ class Broker:
             names.cancel_exchange,
         ):
             await self._confirm.exchange_delete(exchange)
+
+
+@dataclass(frozen=True)
+class QueuePeek:
+    """A queue as a passive declare sees it: ``exclusive`` means alive on another connection."""
+
+    state: Literal["ok", "missing", "exclusive"]
+    messages: int | None = None
+    consumers: int | None = None
+
+
+async def peek_queues(settings: Settings, names: list[str]) -> list[QueuePeek]:
+    """Message and consumer counts of ``names``, on a plain connection that declares nothing
+    (``concierge status``: looking must never create a queue)."""
+    url = settings.broker_url.get_secret_value()
+    try:
+        connection = await aio_pika.connect(url, timeout=settings.connect_timeout_s)
+    except Exception as error:
+        raise BrokerUnavailable(
+            f"cannot reach RabbitMQ at {safe_url(url)}: {type(error).__name__}"
+        ) from None
+    async with connection:
+        return [await _peek(connection, name) for name in names]
+
+
+async def _peek(connection: AbstractConnection, name: str) -> QueuePeek:
+    """A failed passive declare closes its channel, hence a throwaway channel per queue."""
+    channel = await connection.channel(publisher_confirms=False)
+    try:
+        if isinstance(channel, AbstractRobustChannel):  # never to be re-declared on reconnect
+            queue = await channel.declare_queue(name, passive=True, robust=False)
+        else:
+            queue = await channel.declare_queue(name, passive=True)
+    except ChannelNotFoundEntity:
+        return QueuePeek("missing")
+    except (ChannelLockedResource, ChannelAccessRefused):
+        return QueuePeek("exclusive")
+    finally:
+        if not channel.is_closed:
+            await channel.close()
+    declared = queue.declaration_result
+    return QueuePeek("ok", declared.message_count, declared.consumer_count)
