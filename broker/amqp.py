@@ -224,9 +224,9 @@ class Broker:
             correlation_id=str(getattr(event, "session_id", "")),
             type=event_type,
         )
-        await self._exchanges["stream_reply"].publish(
-            message, routing_key=reply_to, mandatory=False
-        )
+        # Waits for the channel if a reconnect is restoring it (the request channel may be
+        # back first and hand over a redelivery whose answer must not be lost).
+        await self._publish(self._stream, self._exchanges["stream_reply"], message, reply_to)
 
     async def send_dead(self, delivery: Delivery, reason: str) -> None:
         """Park a message we cannot use in the dead-letter queue, with the reason in a header."""
@@ -256,11 +256,11 @@ class Broker:
         """
         assert channel is not None
         try:
-            await exchange.publish(message, routing_key=routing_key)
+            await exchange.publish(message, routing_key=routing_key, mandatory=False)
         except (AMQPConnectionError, ChannelInvalidStateError, RuntimeError) as error:
             log.info("publish failed (%s); waiting for the connection", type(error).__name__)
             await asyncio.wait_for(channel.ready(), self.settings.connect_timeout_s)
-            await exchange.publish(message, routing_key=routing_key)
+            await exchange.publish(message, routing_key=routing_key, mandatory=False)
 
     # --- queues -------------------------------------------------------------------------
 

@@ -57,7 +57,10 @@ async def test_engine_and_bot_come_back_after_the_broker_restarts(
     await rabbitmqctl("stop_app")
     await rabbitmqctl("start_app")
     await rabbitmqctl("await_startup")
-    end = (await collect(session, timeout_s=90))[-1]
+    try:
+        end = (await collect(session, timeout_s=90))[-1]
+    finally:
+        print("\n".join(engine.lines))  # shown if the test fails
     assert isinstance(end, Done | Failed)  # the answer in flight ends in a visible state
 
     after = await collect(await client.ask("Say hello.", user_id="u1"), timeout_s=90)
