@@ -266,7 +266,9 @@ class Broker:
 
     async def request_queue_depth(self) -> int:
         """Requests waiting (not counting the one being answered)."""
-        assert self._request_queue is not None
+        assert self._request_queue is not None and self._confirm is not None
+        # after a reconnect, wait (briefly) until the channel is restored
+        await asyncio.wait_for(self._confirm.ready(), self.settings.connect_timeout_s)
         declared = await self._request_queue.declare()  # a fresh count, not a cached one
         return declared.message_count or 0
 
