@@ -7,10 +7,14 @@ import asyncio
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from broker.amqp import BrokerUnavailable
 from config.logging import setup_logging
 from config.settings import ConfigError, Settings, load_settings
+
+if TYPE_CHECKING:
+    from engine.worker import Worker
 
 EXIT_CONFIG = 78  # EX_CONFIG
 EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE
@@ -37,8 +41,8 @@ async def up_command(settings: Settings) -> int:
     from engine.main import run_engine
 
     stop = asyncio.Event()
-    ready: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-    engine = asyncio.create_task(run_engine(settings, stop, ready=ready))  # type: ignore[arg-type]
+    ready: asyncio.Future[Worker] = asyncio.get_running_loop().create_future()
+    engine = asyncio.create_task(run_engine(settings, stop, ready=ready))
     await _first_of(ready, engine)
     adapters = _configured_adapters(settings)
     if adapters:

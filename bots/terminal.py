@@ -25,6 +25,7 @@ from broker.protocol import (
     Expired,
     Failed,
     Progress,
+    ReplyEvent,
     TokenEvent,
 )
 from config.settings import Settings
@@ -67,9 +68,9 @@ class TerminalAnswer:
             if item.type in TERMINAL_TYPES:
                 return self._report_end(item)
 
-    def _print(self, event: object) -> None:
+    def _print(self, event: ReplyEvent) -> None:
         if self.as_json:
-            self.out.write(event.model_dump_json() + "\n")  # type: ignore[attr-defined]
+            self.out.write(event.model_dump_json() + "\n")
         elif isinstance(event, Progress):
             self.err.print(f"[dim]{event.text}[/]")
         elif isinstance(event, TokenEvent):

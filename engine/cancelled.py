@@ -29,8 +29,10 @@ class CancelledSessions:
             self._drop_stale(now)
 
     def __contains__(self, session_id: object) -> bool:
+        if not isinstance(session_id, str):
+            return False
         with self._lock:
-            received_at = self._received_at.get(session_id)  # type: ignore[call-overload]
+            received_at = self._received_at.get(session_id)
         return received_at is not None and time.monotonic() - received_at < self.ttl_s
 
     def received_at(self, session_id: str) -> float | None:
