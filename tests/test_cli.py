@@ -202,3 +202,17 @@ async def test_an_adapter_without_its_token_fails_at_start_naming_it(
     _, stderr = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 78
     assert f"CONCIERGE_{field.upper()}" in stderr.decode()
+
+
+async def test_ctrl_c_at_an_empty_prompt_leaves_the_chat(
+    settings: Settings, broker: Broker
+) -> None:
+    process = await concierge("chat", env=cli_env(settings))
+    assert process.stderr is not None
+    shown = b""
+    while b"you>" not in shown:  # the prompt has no newline after it
+        chunk = await asyncio.wait_for(process.stderr.read(200), 60)
+        assert chunk, "the chat ended before its prompt"
+        shown += chunk
+    process.send_signal(signal.SIGINT)
+    assert await asyncio.wait_for(process.wait(), 30) == 0
