@@ -286,14 +286,13 @@ class Broker:
 
     async def consume_requests(self, handler: Handler) -> None:
         """Deliver requests one at a time (``prefetch_count=1``) on a channel of their own."""
-        if self._requests_channel is None:
-            self._requests_channel = await self._channel(publisher_confirms=False)
-            await self._requests_channel.set_qos(prefetch_count=1)
+        self._requests_channel = await self._channel(publisher_confirms=False)
+        await self._requests_channel.set_qos(prefetch_count=1)
         queue = await self._declare_request_queue(self._requests_channel)
         self._request_consumer = (queue, await queue.consume(handler))
 
     async def pause_requests(self) -> None:
-        """Stop taking requests (during a long rescrape whose delivery was already acked)."""
+        """Stop taking requests (a graceful shutdown); waiting ones stay in the queue."""
         if self._request_consumer is not None:
             queue, tag = self._request_consumer
             self._request_consumer = None

@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 PromptBuilder = Callable[[Request], Prompt]
+EventSpec = tuple[type[Any], dict[str, Any]]  # a reply event's class and its fields
 StopReason = Callable[[], str | None]  # why a job must stop now (STOPPED_BY_USER or a failure)
 RescrapeJob = Callable[[Request, Replies, StopReason], Awaitable[None]]
 
@@ -215,9 +216,7 @@ class Worker:
             return True
         return await self._answer(request, replies)
 
-    def _refusal(
-        self, request: Request, redelivered: bool
-    ) -> tuple[type[Any], dict[str, Any]] | None:
+    def _refusal(self, request: Request, redelivered: bool) -> EventSpec | None:
         """The terminal event for a request that must not start, if it is one."""
         if redelivered:
             return Failed, {"reason": INTERRUPTED}
@@ -271,7 +270,7 @@ class Worker:
         await replies.send(event_class, **fields)
         return not generation.abandoned
 
-    def _outcome(self, generation: Generation) -> tuple[type[Any], dict[str, Any]]:
+    def _outcome(self, generation: Generation) -> EventSpec:
         text, tokens = generation.text, generation.tokens
         if generation.abandoned:
             return Failed, {"reason": INTERRUPTED, "text": text}
