@@ -5,11 +5,19 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Callable, Mapping
 from typing import Literal
 
-from bots.session import Session, SessionRegistry, StopRequested
+from bots.session import Detached, Session, SessionRegistry, StopRequested
 from broker.amqp import Broker, Delivery, QueueFull
-from broker.protocol import Cancel, ProtocolError, decode_event, make_request
+from broker.protocol import (
+    Cancel,
+    ProtocolError,
+    ReplyEvent,
+    Request,
+    decode_event,
+    make_request,
+)
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -17,6 +25,10 @@ log = logging.getLogger(__name__)
 
 NAMED_REPLY_QUEUE_KEEP_S = 3600.0
 ONE_OFF_REPLY_QUEUE_KEEP_S = 300.0
+
+# The context keys the client adds to every request, beside the adapter's own.
+USER_KEY = "user"
+KIND_KEY = "kind"
 
 
 class AskRefused(Exception):
@@ -35,6 +47,8 @@ class ConciergeClient:
         self.named = bool(bot_id or settings.bot_name)
         self.broker = Broker(settings)
         self.sessions = SessionRegistry()
+        # The adapter's hook for exchanges asked before a restart (see ``_take_over``).
+        self.on_adopt: Callable[[Session, dict[str, str]], bool] | None = None
 
     async def start(self) -> ConciergeClient:
         await self.broker.connect()
@@ -45,6 +59,7 @@ class ConciergeClient:
     async def close(self) -> None:
         if not self.named:
             try:
+                await self.broker.stop_replies()  # else the broker cancels it, with a warning
                 await self.broker.delete_reply_queue(self.bot_id)
             except Exception as error:  # the broker may be gone; the queue then expires
                 log.debug("reply queue not deleted: %s", error)
@@ -63,11 +78,26 @@ class ConciergeClient:
         kind: Literal["ask", "rescrape"] = "ask",
         *,
         ttl_s: float | None = None,
+        context: Mapping[str, str] | None = None,
     ) -> Session:
-        """Queue a request and return its session; ``queued_ahead`` says how many wait before it.
+        """Queue a request and return its session: ``prepare`` then ``submit``."""
+        session = await self.prepare(question, user_id, kind, ttl_s=ttl_s)
+        await self.submit(session, context or {})
+        return session
 
-        Raises ``AskRefused`` (and queues nothing) for a question over the length limit, an
-        asker who already has ``max_waiting_per_user`` requests open, or a full queue.
+    async def prepare(
+        self,
+        question: str,
+        user_id: str,
+        kind: Literal["ask", "rescrape"] = "ask",
+        *,
+        ttl_s: float | None = None,
+    ) -> Session:
+        """A session for a request not sent yet; ``queued_ahead`` says how many wait before it.
+
+        An adapter shows its placeholder between ``prepare`` and ``submit``, so the request can
+        name that message in its context. Raises ``AskRefused`` for a question over the length
+        limit or an asker who already has ``max_waiting_per_user`` requests open.
         """
         self._check_limits(question, user_id)
         request = make_request(
@@ -78,23 +108,33 @@ class ConciergeClient:
             kind=kind,
             platform=self.platform,
         )
-        timeout_s = (
-            self.settings.rescrape_reply_timeout_s
-            if kind == "rescrape"
-            else self.settings.reply_timeout_s
-        )
-        session = Session(request, timeout_s=timeout_s)
-        self.sessions.add(session)
+        session = Session.for_request(request, timeout_s=self._reply_timeout_s(kind))
         session.queued_ahead = await self.broker.request_queue_depth()
+        self.sessions.add(session)
+        return session
+
+    async def submit(self, session: Session, context: Mapping[str, str]) -> None:
+        """Publish the prepared request; ``context`` (the adapter's message ids) comes back in
+        every reply event. Raises ``AskRefused`` when the queue is full."""
+        assert session.request is not None, "only a prepared session is submitted"
+        fields = session.request.model_dump()
+        fields["context"] = {**context, USER_KEY: session.user_id, KIND_KEY: session.kind}
+        request = session.request = Request.model_validate(fields)
         try:
             await self.broker.send_request(request)
-        except QueueFull:
+        except BaseException as error:
             self.sessions.remove(session.session_id)
-            raise AskRefused(
-                "I'm busy right now: too many questions are waiting. "
-                "Please try again in a few minutes."
-            ) from None
-        return session
+            if isinstance(error, QueueFull):
+                raise AskRefused(
+                    "I'm busy right now: too many questions are waiting. "
+                    "Please try again in a few minutes."
+                ) from None
+            raise
+
+    def _reply_timeout_s(self, kind: str) -> float:
+        if kind == "rescrape":
+            return self.settings.rescrape_reply_timeout_s
+        return self.settings.reply_timeout_s
 
     def _check_limits(self, question: str, user_id: str) -> None:
         limit = self.settings.max_question_chars
@@ -119,12 +159,39 @@ class ConciergeClient:
     def forget(self, session: Session) -> None:
         self.sessions.remove(session.session_id)
 
+    async def detach(self) -> None:
+        """Leave every exchange in progress to the next process under this bot id: stop taking
+        replies (the rest stay queued for it), then tell each session, after what it has."""
+        await self.broker.stop_replies()
+        for session in self.sessions.all():
+            session.items.put_nowait(Detached())
+
     async def _on_reply(self, delivery: Delivery) -> None:
         try:
             event = decode_event(delivery.body, delivery.content_type)
         except ProtocolError as error:
             log.warning("dropping a malformed reply: %s", error.reason)
         else:
-            if not self.sessions.deliver(event):
+            if not self.sessions.deliver(event) and self._take_over(event):
+                self.sessions.deliver(event)
+            elif self.sessions.get(event.session_id) is None:
                 log.debug("reply for unknown session %s", event.session_id)
         await delivery.ack()
+
+    def _take_over(self, event: ReplyEvent) -> bool:
+        """An event of an exchange this process did not start (it was asked before a restart
+        under the same bot id): hand a new session for it to ``on_adopt``, with the context
+        the adapter gave."""
+        context = dict(event.context)
+        user_id = context.pop(USER_KEY, None)
+        kind: Literal["ask", "rescrape"] = (
+            "rescrape" if context.pop(KIND_KEY, "ask") == "rescrape" else "ask"
+        )
+        if self.on_adopt is None or user_id is None or self.sessions.ended(event.session_id):
+            return False
+        session = Session(event.session_id, user_id, self._reply_timeout_s(kind), kind)
+        if not self.on_adopt(session, context):
+            return False
+        self.sessions.add(session)
+        log.info("took over session %s from before a restart", event.session_id)
+        return True

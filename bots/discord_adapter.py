@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,13 @@ from discord import app_commands
 from discord.abc import Messageable
 
 from bots.client import AskRefused, ConciergeClient
-from bots.discord_sink import ANSWER_MAX_CHARS, NO_MENTIONS, STOP_EMOJI, DiscordSink
+from bots.discord_sink import (
+    ANSWER_MAX_CHARS,
+    NO_MENTIONS,
+    STOP_EMOJI,
+    AnyMessage,
+    DiscordSink,
+)
 from bots.renderer import Renderer, Status
 from bots.session import Session
 from config.settings import ConfigError, Settings
@@ -38,7 +45,8 @@ NOT_HERE_TEXT = "I am not available here."
 RESCRAPE_STARTED_TEXT = (
     f"Rebuilding the knowledge base: progress follows in this channel ({STOP_EMOJI} on it stops)."
 )
-ASK_FAILED_TEXT = "⚠️ I cannot reach the answering engine right now; please try again later."
+ENGINE_DOWN_REASON = "I cannot reach the answering engine right now; please try again later."
+ASK_FAILED_TEXT = f"⚠️ {ENGINE_DOWN_REASON}"
 
 
 def gateway_intents() -> discord.Intents:
@@ -84,6 +92,7 @@ class ConciergeBot(discord.Client):
         self.tree = app_commands.CommandTree(self)
         self._exchanges: dict[int, Exchange] = {}  # by the id of each message 🛑 may be put on
         self._following: set[asyncio.Task[Any]] = set()
+        concierge.on_adopt = self.take_over
 
         @self.tree.command(
             name="rescrape", description="Rebuild the knowledge base from the site (admins only)"
@@ -95,13 +104,21 @@ class ConciergeBot(discord.Client):
         await self.tree.sync()
 
     async def close(self) -> None:
-        """Stop the answers still running (the engine is told), then disconnect."""
+        """Stop the answers still shown (the engine is told), then disconnect. A bot with a
+        stable name (``CONCIERGE_BOT_NAME``) leaves them to its next process instead, which
+        finishes each in the same message."""
         following = set(self._following)
-        for exchange in set(self._exchanges.values()):
+        if self.concierge.named:
             try:
-                await self._stop(exchange, str(self.user.id) if self.user else "shutdown")
+                await self.concierge.detach()
             except Exception as error:  # the broker may be gone already: still disconnect
-                log.warning("could not stop session %s: %s", exchange.session.session_id, error)
+                log.warning("could not hand the answers over: %s", error)
+        else:
+            for exchange in set(self._exchanges.values()):
+                try:
+                    await self._stop(exchange, str(self.user.id) if self.user else "shutdown")
+                except Exception as error:
+                    log.warning("could not stop session %s: %s", exchange.session.session_id, error)
         if following:
             _, late = await asyncio.wait(following, timeout=SHUTDOWN_GRACE_S)
             for task in late:
@@ -122,7 +139,7 @@ class ConciergeBot(discord.Client):
             )
             return
         try:
-            session = await self.concierge.ask(question, str(message.author.id))
+            session = await self.concierge.prepare(question, str(message.author.id))
         except Exception as error:
             if isinstance(error, AskRefused):  # too long, too many open, or the queue is full
                 text = f"⚠️ {error}"
@@ -174,7 +191,57 @@ class ConciergeBot(discord.Client):
     async def follow(
         self, session: Session, channel: Messageable, question: discord.Message | None
     ) -> Status:
-        """Show ``session`` until it ends; 🛑 on the question or on any answer message stops."""
+        """Post the placeholder, send the request naming it, and show the answer until it ends;
+        🛑 on the question or on any answer message stops it."""
+        renderer, sink = self._renderer(session, channel, question)
+
+        async def show() -> Status:
+            placeholder = await renderer.start(session)
+            context = {"channel": str(getattr(channel, "id", ""))}
+            if placeholder is not None:
+                context["message"] = str(placeholder.id)
+            if question is not None:
+                context["question"] = str(question.id)
+            try:
+                await self.concierge.submit(session, context)
+            except AskRefused as refusal:  # the queue is full
+                await renderer.refuse(str(refusal))
+                return renderer.status
+            except Exception:
+                log.exception("could not queue a request from Discord")
+                await renderer.refuse(ENGINE_DOWN_REASON)
+                return renderer.status
+            return await renderer.follow(session)
+
+        return await self._show(session, sink, show())
+
+    def take_over(self, session: Session, context: dict[str, str]) -> bool:
+        """An answer asked before this process started (same bot name): finish it in the
+        message its request named. False if the context names no message of ours."""
+        try:
+            channel = self.get_partial_messageable(int(context["channel"]))
+            message = channel.get_partial_message(int(context["message"]))
+            question_id = context.get("question")
+            question = channel.get_partial_message(int(question_id)) if question_id else None
+        except (KeyError, ValueError):
+            return False
+        renderer, sink = self._renderer(session, channel, question)
+        sink.adopt(message)
+
+        async def show() -> Status:
+            await self.wait_until_ready()  # the REST client needs the login
+            renderer.adopt(message)
+            return await renderer.follow(session)
+
+        task = asyncio.create_task(self._show(session, sink, show()))
+        self._following.add(task)
+        task.add_done_callback(self._following.discard)
+        return True
+
+    def _renderer(
+        self, session: Session, channel: Messageable, question: AnyMessage | None
+    ) -> tuple[Renderer, DiscordSink]:
+        """The renderer and sink of one exchange, its messages watched for 🛑."""
         exchange = Exchange(session)
 
         def watch(message_id: int) -> None:
@@ -187,17 +254,22 @@ class ConciergeBot(discord.Client):
         renderer = Renderer(
             sink, max_chars=self.answer_max_chars, edit_interval_s=self.settings.edit_interval_s
         )
+        return renderer, sink
+
+    async def _show(self, session: Session, sink: DiscordSink, shown: Awaitable[Status]) -> Status:
+        """Run ``shown`` as one of the answers followed, then forget the exchange."""
         task = asyncio.current_task()
         assert task is not None  # a coroutine runs in a task
         self._following.add(task)
         try:
-            status = await renderer.run(session)
+            status = await shown
         finally:
             self._following.discard(task)
-            for message_id in exchange.message_ids:
-                self._exchanges.pop(message_id, None)
+            for message_id, exchange in list(self._exchanges.items()):
+                if exchange.session is session:
+                    del self._exchanges[message_id]
             self.concierge.forget(session)
-        if self.user is not None:
+        if status is not Status.DETACHED and self.user is not None:
             await sink.remove_stop_button(self.user)
         log.info("session %s: %s", session.session_id, status)
         return status
@@ -253,7 +325,7 @@ class ConciergeBot(discord.Client):
         if refusal is not None or not isinstance(channel, Messageable):
             return
         try:
-            session = await self.concierge.ask("", str(interaction.user.id), kind="rescrape")
+            session = await self.concierge.prepare("", str(interaction.user.id), kind="rescrape")
         except AskRefused as refusal:
             await interaction.followup.send(f"⚠️ {refusal}", ephemeral=True)
             return
@@ -268,15 +340,15 @@ async def run_discord(settings: Settings, stop: asyncio.Event) -> None:
     """Run the Discord bot until ``stop`` is set."""
     if settings.discord_token is None:
         raise ConfigError("discord_token (CONCIERGE_DISCORD_TOKEN): not set")
-    async with ConciergeClient(settings, "discord") as concierge:
-        bot = ConciergeBot(settings, concierge)
-        async with bot:
-            running = asyncio.create_task(bot.start(settings.discord_token.get_secret_value()))
-            stopping = asyncio.create_task(stop.wait())
-            await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            stopping.cancel()
-            await bot.close()
-            try:
-                await running
-            except discord.LoginFailure as error:
-                raise ConfigError(f"discord_token (CONCIERGE_DISCORD_TOKEN): {error}") from None
+    concierge = ConciergeClient(settings, "discord")
+    bot = ConciergeBot(settings, concierge)  # before replies flow: it takes over earlier answers
+    async with concierge, bot:
+        running = asyncio.create_task(bot.start(settings.discord_token.get_secret_value()))
+        stopping = asyncio.create_task(stop.wait())
+        await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        await bot.close()
+        try:
+            await running
+        except discord.LoginFailure as error:
+            raise ConfigError(f"discord_token (CONCIERGE_DISCORD_TOKEN): {error}") from None

@@ -26,6 +26,9 @@ ANSWER_MAX_CHARS = DISCORD_MAX_CHARS - len(FOOTER_PREFIX) - FOOTER_MAX_CHARS
 STOP_EMOJI = "🛑"
 NO_MENTIONS = discord.AllowedMentions.none()
 
+# A message this process posted, or one it knows only by id (posted before a restart).
+AnyMessage = discord.Message | discord.PartialMessage
+
 
 def message_text(content: MessageContent) -> str:
     """The text of one message: the body, then the footer as small text on its own line."""
@@ -48,15 +51,20 @@ class DiscordSink:
     def __init__(
         self,
         channel: Messageable,
-        question: discord.Message | None,
-        on_post: Callable[[discord.Message], None],
+        question: AnyMessage | None,
+        on_post: Callable[[AnyMessage], None],
     ) -> None:
         self.channel = channel
         self.question = question
         self.on_post = on_post
-        self.messages: list[discord.Message] = []
+        self.messages: list[AnyMessage] = []
 
-    async def post(self, content: MessageContent, after: discord.Message | None) -> discord.Message:
+    def adopt(self, first: AnyMessage) -> None:
+        """Go on in a message posted before a restart (it carries the stop button already)."""
+        self.messages = [first]
+        self.on_post(first)
+
+    async def post(self, content: MessageContent, after: AnyMessage | None) -> discord.Message:
         reply_to = after or self.question
         # A question deleted meanwhile must not make the answer fail: reply only if it exists.
         reference = reply_to.to_reference(fail_if_not_exists=False) if reply_to else None
@@ -69,7 +77,7 @@ class DiscordSink:
             await self._add_stop_button(message)
         return message
 
-    async def edit(self, handle: discord.Message, content: MessageContent) -> None:
+    async def edit(self, handle: AnyMessage, content: MessageContent) -> None:
         await handle.edit(content=message_text(content), allowed_mentions=NO_MENTIONS)
 
     async def remove_stop_button(self, me: discord.abc.Snowflake) -> None:

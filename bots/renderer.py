@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Protocol
 
-from bots.session import ReplyTimeout, Session, SessionItem, StopRequested
+from bots.session import Detached, ReplyTimeout, Session, SessionItem, StopRequested
 from broker.protocol import Cancelled, Done, Expired, Failed, Progress, Started, TokenEvent
 
 log = logging.getLogger(__name__)
@@ -35,10 +35,20 @@ class Status(StrEnum):
     EXPIRED = "expired"
     FAILED = "failed"
     TIMED_OUT = "timed out"
+    REFUSED = "refused"
+    DETACHED = "detached"  # left to the next bot process (no final edit from this one)
 
 
 FINAL_STATUSES = frozenset(
-    {Status.DONE, Status.STOPPED, Status.EXPIRED, Status.FAILED, Status.TIMED_OUT}
+    {
+        Status.DONE,
+        Status.STOPPED,
+        Status.EXPIRED,
+        Status.FAILED,
+        Status.TIMED_OUT,
+        Status.REFUSED,
+        Status.DETACHED,
+    }
 )
 
 
@@ -90,6 +100,8 @@ def footer_for(status: Status, detail: str, ahead: int) -> str:
         Status.EXPIRED: f"⌛ expired: {detail}",
         Status.FAILED: f"⚠️ failed: {detail}",
         Status.TIMED_OUT: "⏱️ timed out: no reply from the engine",
+        Status.REFUSED: f"⚠️ {detail}",
+        Status.DETACHED: "✍️ answering… (🛑 to stop)",
     }[status]
 
 
@@ -113,14 +125,35 @@ class Renderer:
         self.detail = ""
         self.ahead = 0
         self.handles: list[Any] = []
-        self._shown: list[MessageContent] = []
+        self._shown: list[MessageContent | None] = []  # None: unknown (shown before a restart)
+        self._text_known = True
         self._dirty = True
         self._last_edit_at = float("-inf")
 
     async def run(self, session: Session) -> Status:
         """Show the placeholder, follow the events to a final state, and make the final edit."""
+        await self.start(session)
+        return await self.follow(session)
+
+    async def start(self, session: Session) -> Any | None:
+        """Post the placeholder; returns its handle (None if the platform refused it)."""
         self.ahead = session.queued_ahead
         await self._publish()
+        return self.handles[0] if self.handles else None
+
+    def adopt(self, handle: Any) -> None:
+        """Take over a message posted before a restart: its text is unknown until an event
+        brings the whole of it, so tokens are not shown and nothing is edited until then."""
+        self.handles, self._shown = [handle], [None]
+        self.status, self._text_known, self._dirty = Status.GENERATING, False, False
+
+    async def refuse(self, reason: str) -> None:
+        """The request could not be queued after all: the placeholder says why."""
+        self.status, self.detail = Status.REFUSED, reason
+        await self._publish_final()
+
+    async def follow(self, session: Session) -> Status:
+        """Follow the events to a final state and make the final edit."""
         last_event_at = self.clock()
         while self.status not in FINAL_STATUSES:
             idle_left = session.timeout_s - (self.clock() - last_event_at)
@@ -135,7 +168,8 @@ class Renderer:
                 last_event_at = self.clock()
             if self._dirty and self.clock() - self._last_edit_at >= self.edit_interval_s:
                 await self._publish()
-        await self._publish_final()
+        if self.status is not Status.DETACHED:
+            await self._publish_final()
         return self.status
 
     async def _publish_final(self) -> None:
@@ -154,6 +188,8 @@ class Renderer:
     def apply(self, item: SessionItem) -> None:  # noqa: C901 - one branch per event type
         """Fold one event into the state (text and status)."""
         match item:
+            case Detached():
+                self.status = Status.DETACHED
             case StopRequested():
                 if self.status is Status.QUEUED:
                     self.status = Status.STOPPED  # it will never start: say so at once
@@ -163,11 +199,12 @@ class Renderer:
                 if self.status is Status.QUEUED:
                     self.status = Status.GENERATING
             case TokenEvent(text=piece):
-                self.text += piece
+                if self._text_known:  # else a suffix of a text whose start is unknown
+                    self.text += piece
                 if self.status is Status.QUEUED:
                     self.status = Status.GENERATING
             case Progress(text=progress):
-                self.text = progress
+                self.text, self._text_known = progress, True
                 if self.status is Status.QUEUED:
                     self.status = Status.GENERATING
             case Done(text=final_text):
@@ -178,7 +215,10 @@ class Renderer:
                 self.text, self.status, self.detail = final_text or self.text, Status.FAILED, reason
             case Expired(reason=reason):
                 self.status, self.detail = Status.EXPIRED, reason
-        self._dirty = True
+        if isinstance(item, Done | Cancelled | Failed | Expired):
+            self._text_known = True  # a terminal event carries the whole text
+        if not isinstance(item, Detached):  # the successor shows the rest; nothing to edit
+            self._dirty = self._text_known
 
     def contents(self) -> list[MessageContent]:
         """What each message should show now; the footer goes on the last one."""
@@ -192,6 +232,8 @@ class Renderer:
         """Post or edit whatever differs from what is shown."""
         self._last_edit_at = self.clock()
         self._dirty = False
+        if not self._text_known:
+            return
         try:
             for index, content in enumerate(self.contents()):
                 if index >= len(self.handles):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Literal
 
 from broker.protocol import ReplyEvent, Request
 
@@ -21,26 +23,36 @@ class StopRequested:
     user_id: str
 
 
-SessionItem = ReplyEvent | StopRequested
+@dataclass(frozen=True)
+class Detached:
+    """Local marker: this bot process is leaving; the exchange goes on for its successor."""
+
+
+SessionItem = ReplyEvent | StopRequested | Detached
+
+ENDED_REMEMBERED = 1000  # ids of ended sessions kept, so a late event is not taken over
 
 
 @dataclass
 class Session:
-    """Events for one request, in arrival order, read by exactly one consumer (the renderer)."""
+    """Events for one exchange, in arrival order, read by exactly one consumer (the renderer).
 
-    request: Request
+    ``request`` is what this process published; it is None for an exchange taken over from
+    before a restart (known only from the ``context`` its events echo).
+    """
+
+    session_id: str
+    user_id: str
     timeout_s: float
+    kind: Literal["ask", "rescrape"] = "ask"
+    request: Request | None = None
     queued_ahead: int = 0
     created_at: float = field(default_factory=time.monotonic)
     items: asyncio.Queue[SessionItem] = field(default_factory=asyncio.Queue)
 
-    @property
-    def session_id(self) -> str:
-        return self.request.session_id
-
-    @property
-    def user_id(self) -> str:
-        return self.request.user_id
+    @classmethod
+    def for_request(cls, request: Request, timeout_s: float) -> Session:
+        return cls(request.session_id, request.user_id, timeout_s, request.type, request)
 
     async def next_item(self, timeout_s: float | None = None) -> SessionItem:
         """The next event; ``ReplyTimeout`` after ``timeout_s`` (default: the reply timeout)."""
@@ -60,6 +72,7 @@ class SessionRegistry:
 
     def __init__(self) -> None:
         self._sessions: dict[str, Session] = {}
+        self._ended: OrderedDict[str, None] = OrderedDict()
 
     def add(self, session: Session) -> None:
         self._sessions[session.session_id] = session
@@ -68,7 +81,17 @@ class SessionRegistry:
         return self._sessions.get(session_id)
 
     def remove(self, session_id: str) -> None:
-        self._sessions.pop(session_id, None)
+        if self._sessions.pop(session_id, None) is not None:
+            self._ended[session_id] = None
+            if len(self._ended) > ENDED_REMEMBERED:
+                self._ended.popitem(last=False)
+
+    def ended(self, session_id: str) -> bool:
+        """Whether this process showed ``session_id`` and has finished with it."""
+        return session_id in self._ended
+
+    def all(self) -> list[Session]:
+        return list(self._sessions.values())
 
     def deliver(self, event: ReplyEvent) -> bool:
         """Hand an event to its session; False if nobody here waits for it any more."""

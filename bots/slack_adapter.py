@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Coroutine
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -24,7 +24,7 @@ from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetry
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.client import AskRefused, ConciergeClient
-from bots.renderer import Renderer
+from bots.renderer import Renderer, Status
 from bots.session import Session
 from bots.slack_format import BODY_CHARS, STOP_REACTION, question_from_mention, unescape
 from bots.slack_http import serve_http
@@ -42,7 +42,8 @@ ASK_USAGE = "Ask me a question: `/ask what are the office hours?`"
 MENTION_USAGE = "Ask me something after the mention, for example: what are the office hours?"
 NOT_HERE = "I don't answer in this channel."
 NOT_ADMIN = "Only admins can rebuild the knowledge base."
-ENGINE_DOWN = "⚠️ I can't reach the answering engine right now. Please try again later."
+ENGINE_DOWN_REASON = "I can't reach the answering engine right now. Please try again later."
+ENGINE_DOWN = f"⚠️ {ENGINE_DOWN_REASON}"
 
 
 @dataclass(eq=False)
@@ -107,6 +108,7 @@ class SlackAdapter:
         self.answers = Answers()
         self._seen_mentions: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._tasks: set[asyncio.Task[None]] = set()
+        client.on_adopt = self.take_over
         app.event("app_mention")(self.on_mention)
         app.event("reaction_added")(self.on_reaction)
         app.command("/ask")(self.on_ask)
@@ -180,9 +182,9 @@ class SlackAdapter:
         question_ts: str | None = None,
         kind: Literal["ask", "rescrape"] = "ask",
     ) -> None:
-        """Queue the request and render its session until it ends."""
+        """Post the placeholder, queue the request naming it, and render the answer."""
         try:
-            session = await self.client.ask(question, user_id, kind=kind)
+            session = await self.client.prepare(question, user_id, kind=kind)
         except AskRefused as refusal:
             await self._say(channel, thread_ts, f"⚠️ {refusal}")
             return
@@ -190,8 +192,46 @@ class SlackAdapter:
             log.exception("slack: could not queue a %s from %s", kind, user_id)
             await self._say(channel, thread_ts, ENGINE_DOWN)
             return
-        answer = Answer(session, user_id)
-        if question_ts is not None:
+        renderer, answer = self._renderer(session, channel, thread_ts, question_ts)
+
+        async def show() -> Status:
+            placeholder = await renderer.start(session)
+            context = {"channel": channel, "thread": thread_ts or "", "question": question_ts or ""}
+            if placeholder is not None:
+                context["message"] = placeholder.ts
+            try:
+                await self.client.submit(session, context)
+            except AskRefused as refusal:  # the queue is full
+                await renderer.refuse(str(refusal))
+                return renderer.status
+            except Exception:
+                log.exception("slack: could not queue a %s from %s", kind, user_id)
+                await renderer.refuse(ENGINE_DOWN_REASON)
+                return renderer.status
+            return await renderer.follow(session)
+
+        await self._show(answer, show())
+
+    def take_over(self, session: Session, context: dict[str, str]) -> bool:
+        """An answer asked before this process started (same bot name): finish it in the
+        message its request named. False if the context names no message."""
+        channel, ts = context.get("channel", ""), context.get("message", "")
+        if not channel or not ts:
+            return False
+        thread_ts = context.get("thread") or None
+        renderer, answer = self._renderer(session, channel, thread_ts, context.get("question"))
+        first = SlackMessage(channel, ts, thread_ts)
+        self.answers.link(answer, channel, ts)
+        renderer.adopt(first)
+        self._start(self._show(answer, renderer.follow(session)))
+        return True
+
+    def _renderer(
+        self, session: Session, channel: str, thread_ts: str | None, question_ts: str | None
+    ) -> tuple[Renderer, Answer]:
+        """The renderer of one answer, its question and messages linked for the stop reaction."""
+        answer = Answer(session, session.user_id)
+        if question_ts:
             self.answers.link(answer, channel, question_ts)
 
         def on_post(message: SlackMessage) -> None:
@@ -201,12 +241,15 @@ class SlackAdapter:
         renderer = Renderer(
             sink, max_chars=self.max_chars, edit_interval_s=self.settings.slack_edit_interval_s
         )
+        return renderer, answer
+
+    async def _show(self, answer: Answer, shown: Awaitable[Status]) -> None:
         try:
-            status = await renderer.run(session)
-            log.info("slack: session %s ended: %s", session.session_id, status)
+            status = await shown
+            log.info("slack: session %s ended: %s", answer.session.session_id, status)
         finally:
             self.answers.unlink(answer)
-            self.client.forget(session)
+            self.client.forget(answer.session)
 
     async def is_admin(self, user_id: str) -> bool:
         """Listed in ``admin_user_ids``, or a workspace admin or owner as ``users.info`` says."""
@@ -221,12 +264,17 @@ class SlackAdapter:
         return bool(user.get("is_admin") or user.get("is_owner"))
 
     async def close(self, grace_s: float = STOP_GRACE_S) -> None:
-        """Stop every answer in progress, give them ``grace_s`` to show it, then end them."""
-        for answer in self.answers.active():
-            if answer.stopped_by is None:
-                answer.stopped_by = SHUTDOWN_USER
-                with suppress(Exception):
-                    await self.client.cancel(answer.session, SHUTDOWN_USER)
+        """Stop every answer in progress, give them ``grace_s`` to show it, then end them. A
+        bot with a stable name (``CONCIERGE_BOT_NAME``) leaves them to its next process."""
+        if self.client.named:
+            with suppress(Exception):
+                await self.client.detach()
+        else:
+            for answer in self.answers.active():
+                if answer.stopped_by is None:
+                    answer.stopped_by = SHUTDOWN_USER
+                    with suppress(Exception):
+                        await self.client.cancel(answer.session, SHUTDOWN_USER)
         if self._tasks:
             _, pending = await asyncio.wait(self._tasks, timeout=grace_s)
             for task in pending:
@@ -249,6 +297,7 @@ class SlackAdapter:
         return True
 
     def _start(self, answer: Coroutine[Any, Any, None]) -> None:
+        """Run one answer in a task of its own (a listener must return at once)."""
         task = asyncio.create_task(answer)
         self._tasks.add(task)
         task.add_done_callback(self._finished)
@@ -280,9 +329,10 @@ async def run_slack(
         _required(settings.slack_signing_secret, "slack_signing_secret")
     web = web or AsyncWebClient(token=bot_token)
     await _check_bot_token(web)
-    async with ConciergeClient(settings, "slack") as client:
-        app = build_app(settings, web)
-        adapter = SlackAdapter(settings, client, app)
+    client = ConciergeClient(settings, "slack")
+    app = build_app(settings, web)
+    adapter = SlackAdapter(settings, client, app)  # before replies flow: it takes over answers
+    async with client:
         try:
             if socket_mode:
                 await _serve_socket_mode(app, app_token, stop)

@@ -17,7 +17,7 @@ from typing import Literal, TextIO
 from rich.console import Console
 
 from bots.client import AskRefused, ConciergeClient
-from bots.session import ReplyTimeout, Session, StopRequested
+from bots.session import Detached, ReplyTimeout, Session, StopRequested
 from broker.protocol import (
     TERMINAL_TYPES,
     Cancelled,
@@ -57,6 +57,8 @@ class TerminalAnswer:
             except ReplyTimeout as error:
                 self.err.print(f"[red]timed out:[/] {error}")
                 return EXIT_INTERRUPTED if self.stop_requested else EXIT_FAILED
+            if isinstance(item, Detached):  # never sent to this client: it does not detach
+                return EXIT_INTERRUPTED
             if isinstance(item, StopRequested):
                 self.stop_requested = True
                 if not self.started:

@@ -87,6 +87,7 @@ class Broker:
         self._requests_channel: AbstractRobustChannel | None = None
         self._exchanges: dict[str, AbstractExchange] = {}
         self._request_consumer: tuple[AbstractQueue, str] | None = None
+        self._reply_consumer: tuple[AbstractQueue, str] | None = None
         self._request_queue: AbstractQueue | None = None
 
     async def connect(self) -> Broker:
@@ -329,7 +330,15 @@ class Broker:
             arguments={"x-expires": int(keep_s * 1000)},
         )
         await queue.bind(self.names.reply_exchange, routing_key=bot_id)
-        await queue.consume(handler)
+        self._reply_consumer = (queue, await queue.consume(handler))
+
+    async def stop_replies(self) -> None:
+        """Stop taking reply events: those not yet delivered stay queued for the next process
+        under the same bot id."""
+        if self._reply_consumer is not None:
+            queue, tag = self._reply_consumer
+            self._reply_consumer = None
+            await queue.cancel(tag)
 
     async def delete_reply_queue(self, bot_id: str) -> None:
         """Drop a reply queue nobody will come back for, so the engine stops answering it."""

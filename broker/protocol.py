@@ -25,6 +25,13 @@ ERROR_HEADER = "x-concierge-error"
 SessionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{8,64}$")]
 RoutingName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,200}$")]
 
+MAX_CONTEXT_ENTRIES = 8
+ContextKey = Annotated[str, Field(pattern=r"^[a-z0-9_]{1,32}$")]
+ContextValue = Annotated[str, Field(max_length=200)]
+# What the asking bot needs to find its messages again (a restarted bot has forgotten them):
+# opaque to the engine, which echoes it in every reply event of the exchange.
+Context = Annotated[dict[ContextKey, ContextValue], Field(max_length=MAX_CONTEXT_ENTRIES)]
+
 
 @dataclass(frozen=True)
 class Names:
@@ -89,6 +96,7 @@ class Request(_Message):
     sent_at: float
     deadline: float
     platform: str = Field("", max_length=50)
+    context: Context = {}
 
 
 class Cancel(_Message):
@@ -103,6 +111,7 @@ class Cancel(_Message):
 class _Event(_Message):
     session_id: SessionId
     seq: int = Field(ge=0)
+    context: Context = {}  # the request's, echoed
 
 
 class Started(_Event):
@@ -218,6 +227,7 @@ def make_request(
     kind: Literal["ask", "rescrape"] = "ask",
     platform: str = "",
     session_id: str | None = None,
+    context: dict[str, str] | None = None,
 ) -> Request:
     """A request stamped now, whose deadline is ``ttl_s`` from now (its AMQP TTL too)."""
     now = time.time()
@@ -230,4 +240,5 @@ def make_request(
         sent_at=now,
         deadline=now + ttl_s,
         platform=platform,
+        context=context or {},
     )

@@ -31,11 +31,14 @@ class Replies:
         self.on_event = on_event  # the engine's metrics: sees every event sent
         self.session_id = request.session_id
         self.reply_to = request.reply_to
+        self.context = request.context  # echoed in every event, for a bot that restarted
         self._seq = 0
         self._send_failed = False
 
     async def send(self, event_class: type[Any], **fields: Any) -> None:
-        event = event_class(session_id=self.session_id, seq=self._seq, **fields)
+        event = event_class(
+            session_id=self.session_id, seq=self._seq, context=self.context, **fields
+        )
         self._seq += 1
         if self.on_event is not None:
             self.on_event(event)

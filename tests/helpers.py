@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bots.session import Session, StopRequested
+from bots.session import Detached, Session, StopRequested
 from broker.protocol import TERMINAL_TYPES, ReplyEvent, TokenEvent
 
 
@@ -11,7 +11,7 @@ async def collect(session: Session, timeout_s: float = 60.0) -> list[ReplyEvent]
     events: list[ReplyEvent] = []
     while True:
         item = await session.next_item(timeout_s)
-        if isinstance(item, StopRequested):
+        if isinstance(item, StopRequested | Detached):
             continue
         events.append(item)
         if item.type in TERMINAL_TYPES:
@@ -26,7 +26,7 @@ async def wait_for_tokens(
     tokens = 0
     while tokens < count:
         item = await session.next_item(timeout_s)
-        assert not isinstance(item, StopRequested)
+        assert not isinstance(item, StopRequested | Detached)
         assert item.type not in TERMINAL_TYPES, f"ended early: {item}"
         events.append(item)
         tokens += item.tokens if isinstance(item, TokenEvent) else 0

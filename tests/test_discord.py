@@ -247,6 +247,18 @@ async def engine_for(backend: Backend, broker: Broker) -> AsyncIterator[StartEng
         await engine.stop()
 
 
+async def log_in(bot: ConciergeBot) -> None:
+    """Log ``bot`` in against the fake and feed it READY and the guilds."""
+    await bot.login("fake-token")
+    state = bot._connection
+    state.parse_ready(ready_payload())  # type: ignore[arg-type]
+    manager = role_payload(MANAGER_ROLE_ID, "managers", MANAGE_GUILD)
+    guild = guild_payload(GUILD_ID, [CHANNEL_ID, OTHER_CHANNEL_ID], roles=[manager])
+    state.parse_guild_create(guild)  # type: ignore[arg-type]
+    state.parse_guild_create(guild_payload(OTHER_GUILD_ID, [OTHER_GUILD_CHANNEL_ID]))  # type: ignore[arg-type]
+    await asyncio.wait_for(bot.wait_until_ready(), 5)
+
+
 @pytest.fixture
 async def start_bot(
     client: ConciergeClient, broker: Broker, fake_discord: FakeDiscord, engine_for: StartEngine
@@ -257,14 +269,7 @@ async def start_bot(
     async def start_with(settings: Settings, **options: Any) -> Harness:
         tap = await WireTap.open(broker, client.bot_id)
         bot = ConciergeBot(settings, client, guild_ready_timeout=0.05, **options)
-        await bot.login("fake-token")
-        state = bot._connection
-        state.parse_ready(ready_payload())  # type: ignore[arg-type]
-        manager = role_payload(MANAGER_ROLE_ID, "managers", MANAGE_GUILD)
-        guild = guild_payload(GUILD_ID, [CHANNEL_ID, OTHER_CHANNEL_ID], roles=[manager])
-        state.parse_guild_create(guild)  # type: ignore[arg-type]
-        state.parse_guild_create(guild_payload(OTHER_GUILD_ID, [OTHER_GUILD_CHANNEL_ID]))  # type: ignore[arg-type]
-        await asyncio.wait_for(bot.wait_until_ready(), 5)
+        await log_in(bot)
         started.append(Harness(bot, fake_discord, tap))
         return started[-1]
 
@@ -602,3 +607,119 @@ async def test_a_429_is_waited_out_and_the_final_text_still_arrives(
     assert isinstance(done, Done)
     assert shown.text == done.text
     assert shown.footer == "✅ done"
+
+
+# --- a bot restarted mid-answer ---------------------------------------------------------------
+
+
+@dataclass
+class NamedBot:
+    """A bot process under a stable name (``CONCIERGE_BOT_NAME``), as ``run_discord`` starts
+    it: the adapter exists before its client takes replies, so it can take answers over."""
+
+    bot: ConciergeBot
+    client: ConciergeClient
+
+    @classmethod
+    async def start(cls, settings: Settings) -> NamedBot:
+        client = ConciergeClient(settings, "discord")
+        bot = ConciergeBot(settings, client, guild_ready_timeout=0.05)
+        await client.start()
+        await log_in(bot)
+        return cls(bot, client)
+
+    async def stop(self) -> None:
+        await self.bot.close()
+        await self.client.close()
+
+
+@pytest.fixture
+async def named_bots(
+    settings: Settings, broker: Broker, fake_discord: FakeDiscord
+) -> AsyncIterator[Callable[[], Awaitable[NamedBot]]]:
+    """Starts processes of the bot named "discord-main"; stops those still running."""
+    named = settings.model_copy(update={"bot_name": "discord-main", "max_tokens": 400})
+    running: list[NamedBot] = []
+
+    async def start_one() -> NamedBot:
+        running.append(await NamedBot.start(named))
+        return running[-1]
+
+    yield start_one
+    for process in running:
+        if not process.bot.is_closed():
+            await process.stop()
+    await broker.delete_reply_queue("discord-main")
+
+
+async def restarted_mid_answer(
+    named_bots: Callable[[], Awaitable[NamedBot]],
+    engine_for: StartEngine,
+    settings: Settings,
+    broker: Broker,
+    fake_discord: FakeDiscord,
+) -> tuple[Harness, Request, int]:
+    """Ask a named bot a long question, stop that process while the answer streams, and
+    start the next one; returns the new process, the request and the answer's message id."""
+    await engine_for(settings.model_copy(update={"max_tokens": 400}))
+    tap = await WireTap.open(broker, "discord-main")
+    first = await named_bots()
+    harness = Harness(first.bot, fake_discord, tap)
+    question_id = harness.ask(ASKER, LONG_QUESTION)
+    request = await tap.request_from(ASKER)
+    answer_id = await harness.first_reply(question_id)
+    await answering(harness, answer_id)
+    await first.stop()
+    assert not any(e.type in TERMINAL_TYPES for e in tap.events[request.session_id]), (
+        "the answer ended before the restart: make it longer"
+    )
+    second = await named_bots()
+    return Harness(second.bot, fake_discord, tap), request, answer_id
+
+
+async def test_a_bot_restarted_mid_answer_finishes_it_in_the_same_message(
+    named_bots: Callable[[], Awaitable[NamedBot]],
+    engine_for: StartEngine,
+    settings: Settings,
+    broker: Broker,
+    fake_discord: FakeDiscord,
+) -> None:
+    harness, request, answer_id = await restarted_mid_answer(
+        named_bots, engine_for, settings, broker, fake_discord
+    )
+    shown = await harness.finished(answer_id)
+    done = (await harness.tap.ending(request.session_id))[-1]
+
+    assert not harness.tap.cancels  # the first process left the answer running
+    assert request.context["message"] == str(answer_id)
+    assert isinstance(done, Done)
+    assert done.context == request.context  # echoed for the next process
+    assert shown.message_ids[0] == answer_id  # the same message, edited
+    assert shown.text == done.text  # continued in replies to it if it outgrew one message
+    assert shown.footer == "✅ done"
+    assert len(fake_discord.posts()) == len(shown.message_ids)  # nothing posted twice
+
+
+async def test_after_a_restart_the_askers_stop_on_the_answer_still_stops_it(
+    named_bots: Callable[[], Awaitable[NamedBot]],
+    engine_for: StartEngine,
+    settings: Settings,
+    broker: Broker,
+    fake_discord: FakeDiscord,
+) -> None:
+    harness, request, answer_id = await restarted_mid_answer(
+        named_bots, engine_for, settings, broker, fake_discord
+    )
+    client = harness.bot.concierge
+    await harness.tap.until(lambda: client.sessions.get(request.session_id) is not None)
+    harness.react(ASKER, answer_id)
+    shown = await harness.finished(answer_id)
+    end = (await harness.tap.ending(request.session_id))[-1]
+
+    assert [(c.session_id, c.user_id) for c in harness.tap.cancels] == [
+        (request.session_id, ASKER["id"])
+    ]
+    assert isinstance(end, Cancelled)
+    assert end.tokens < 400
+    assert shown.text == end.text
+    assert shown.footer == "🛑 stopped"

@@ -32,8 +32,11 @@ from tests.site_fixture import FakeSite
 async def test_a_question_is_answered_with_streamed_tokens(
     engine: RunningEngine, client: ConciergeClient
 ) -> None:
-    session = await client.ask("What is the capital of France?", user_id="u1")
+    where = {"channel": "C1", "message": "42"}
+    session = await client.ask("What is the capital of France?", user_id="u1", context=where)
     events = await collect(session)
+    # the context comes back with every event, for a bot process that restarted meanwhile
+    assert all(event.context == {**where, "user": "u1", "kind": "ask"} for event in events)
     assert isinstance(events[0], Started)
     assert isinstance(events[-1], Done)
     tokens = [event for event in events if isinstance(event, TokenEvent)]
@@ -79,12 +82,13 @@ async def test_a_request_that_outlives_its_ttl_in_the_queue_expires(
 ) -> None:
     running = await client.ask(LONG_QUESTION, user_id="u1")
     await wait_for_tokens(running, 1)
-    doomed = await client.ask("Too late?", user_id="u2", ttl_s=0.2)
+    doomed = await client.ask("Too late?", user_id="u2", ttl_s=0.2, context={"message": "7"})
     doomed_events = await collect(doomed)
     await client.cancel(running, "u1")
     await collect(running)
     assert [type(event) for event in doomed_events] == [Expired]
     assert "time to live" in doomed_events[0].reason
+    assert doomed_events[0].context["message"] == "7"  # dead-lettered, yet still echoed
 
 
 async def test_the_startup_purge_drops_stale_requests_once_and_a_reconnect_does_not(
@@ -160,7 +164,7 @@ async def test_a_request_past_its_deadline_is_expired_not_answered(
     late = request.model_copy(update={"deadline": request.sent_at - 1})
     from bots.session import Session
 
-    session = Session(late, timeout_s=30)
+    session = Session.for_request(late, timeout_s=30)
     client.sessions.add(session)
     await broker.send_request(late)
     events = await collect(session)

@@ -56,7 +56,7 @@ async def test_the_engine_refuses_an_oversized_question_too(
         request = make_request(
             reply_to=client.bot_id, user_id="u", question=long_question, ttl_s=30
         )
-        session = Session(request, timeout_s=30)
+        session = Session.for_request(request, timeout_s=30)
         client.sessions.add(session)
         await broker.send_request(request)  # a client that skipped the bot's own check
         events = await collect(session)

@@ -30,6 +30,24 @@ def test_request_round_trip() -> None:
     assert decoded.deadline == pytest.approx(request.sent_at + 30)
 
 
+def test_a_request_context_is_checked_and_round_trips() -> None:
+    where = {"channel": "1234", "message": "5678", "thread": ""}
+    request = make_request(reply_to="bot-1", user_id="42", question="q", ttl_s=30, context=where)
+    assert decode_request(encode(request)).context == where
+    fields = json.loads(encode(request))
+    too_many = {f"k{n}": "v" for n in range(9)}
+    for bad, reason in [
+        (too_many, "context: Dictionary should have at most 8 items"),
+        ({"Channel": "1"}, "context.Channel.[key]: String should match pattern"),
+        ({"message": "x" * 201}, "context.message: String should have at most 200 characters"),
+        ({"message": 5}, "context.message: Input should be a valid string"),
+    ]:
+        body = json.dumps({**fields, "context": bad}).encode()
+        with pytest.raises(ProtocolError) as error:
+            decode_request(body)
+        assert reason in error.value.reason
+
+
 def test_events_round_trip_by_type() -> None:
     token = TokenEvent(session_id="abcdef123456", seq=3, text="ﬁ\u0301 שלום")
     done = Done(

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bots.renderer import MessageContent, Renderer, Status, split_text
-from bots.session import Session, StopRequested
+from bots.session import Detached, Session, StopRequested
 from broker.protocol import Cancelled, Done, Expired, Started, TokenEvent, make_request
 
 SESSION_ID = "abcdef0123456789"
@@ -46,7 +46,7 @@ class RecordingSink:
 def new_session(timeout_s: float = 5.0) -> Session:
     request = make_request(reply_to="bot", user_id="u", question="q", ttl_s=30)
     request = request.model_copy(update={"session_id": SESSION_ID})
-    return Session(request, timeout_s=timeout_s)
+    return Session.for_request(request, timeout_s=timeout_s)
 
 
 def feed_answer(session: Session, pieces: list[str]) -> str:
@@ -207,3 +207,48 @@ async def test_a_failing_edit_is_retried_and_nothing_is_lost() -> None:
     await Renderer(sink, max_chars=100, edit_interval_s=0).run(session)
     assert not failures
     assert sink.text() == text
+
+
+async def test_a_taken_over_message_is_left_alone_until_the_whole_text_comes() -> None:
+    """After a restart the text already shown is unknown: tokens (a suffix of it) and a stop
+    must not overwrite it; the terminal event's whole text does."""
+    sink = RecordingSink()
+    sink.messages.append(MessageContent("Once upon a time", "✍️ answering… (🛑 to stop)"))
+    session = new_session()
+    renderer = Renderer(sink, max_chars=2000, edit_interval_s=0.0)
+    renderer.adopt(0)
+    session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=7, text=" there"))
+    session.items.put_nowait(StopRequested("u"))
+    session.items.put_nowait(
+        Cancelled(session_id=SESSION_ID, seq=9, text="Once upon a time there was", tokens=9)
+    )
+
+    status = await renderer.follow(session)
+
+    assert status is Status.STOPPED
+    assert [kind for kind, _ in sink.calls] == ["edit"]  # only the final one
+    assert sink.messages == [MessageContent("Once upon a time there was", "🛑 stopped")]
+
+
+async def test_a_detached_session_ends_without_a_final_edit() -> None:
+    """The bot process is leaving: its successor finishes the message; events already
+    received are still shown first."""
+    sink = RecordingSink()
+    session = new_session()
+    renderer = Renderer(sink, max_chars=2000, edit_interval_s=0.0)
+    session.items.put_nowait(Started(session_id=SESSION_ID, seq=0, waited_s=0))
+    session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=1, text="Hello"))
+    session.items.put_nowait(Detached())
+
+    status = await renderer.run(session)
+
+    assert status is Status.DETACHED
+    assert sink.messages == [MessageContent("Hello", "✍️ answering… (🛑 to stop)")]
+
+
+async def test_a_refused_request_says_why_in_its_placeholder() -> None:
+    sink = RecordingSink()
+    renderer = Renderer(sink, max_chars=2000, edit_interval_s=0.0)
+    assert await renderer.start(new_session()) == 0
+    await renderer.refuse("I'm busy right now.")
+    assert sink.messages == [MessageContent("", "⚠️ I'm busy right now.")]

@@ -86,7 +86,7 @@ async def nothing_more_arrives(client: ConciergeClient, broker: Broker) -> None:
         sent_at=time.time(),
         deadline=time.time() + 60,
     )
-    session = Session(marker, timeout_s=30)
+    session = Session.for_request(marker, timeout_s=30)
     client.sessions.add(session)
     await broker.send_event(Cancelled(session_id=marker.session_id, seq=0), client.bot_id)
     await collect(session)

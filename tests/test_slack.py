@@ -434,3 +434,41 @@ async def test_run_slack_names_a_missing_or_refused_token(
         await run_slack(no_app_token, asyncio.Event(), web=web)
     with pytest.raises(ConfigError, match=r"slack_bot_token.*invalid_auth"):
         await run_slack(settings, asyncio.Event(), web=web)
+
+
+# --- a bot restarted mid-answer ---------------------------------------------------------------
+
+
+async def test_a_named_bot_restarted_mid_answer_finishes_it_in_the_same_message(
+    settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
+) -> None:
+    """Two processes of the bot "slack-main" in turn, as ``run_slack`` starts them: the adapter
+    exists before its client takes replies, so the second one takes the answer over."""
+    long_answers = settings.model_copy(update={"max_tokens": 400})
+    named = long_answers.model_copy(update={"bot_name": "slack-main"})
+    engine = await start_engine(long_answers, backend)
+    try:
+        first = ConciergeClient(named, "slack")
+        async with slack_bot(named, first, fake) as bot:
+            await first.start()
+            await bot.slack.event(mention(LONG_QUESTION, "500.1"))
+            streaming = await wait_until_shown(fake, "500.1", lambda text, _: len(text) > 10)
+        await first.close()
+        answer_ts = streaming[0].ts
+        left_at = parts(fake.message(answer_ts).text)[1]
+        assert not left_at.startswith(FINAL_MARKS), "the answer ended before the restart"
+
+        second = ConciergeClient(named, "slack")
+        async with slack_bot(named, second, fake):
+            await second.start()
+            messages = await wait_until_shown(fake, "500.1")
+        await second.close()
+        async with ConciergeClient(long_answers, "test") as client:
+            expected = await direct_answer(client, LONG_QUESTION)
+    finally:
+        await engine.stop()
+        await broker.delete_reply_queue("slack-main")
+
+    assert messages[0].ts == answer_ts  # the same message, updated
+    assert shown(messages) == (expected, DONE)
+    assert len(fake.calls_of("chat.postMessage")) == len(messages)  # nothing posted twice

@@ -97,10 +97,10 @@ def check_burst(traces: list[Trace], ends: list[ReplyEvent | None]) -> dict[str,
             outcomes[end.type] = outcomes.get(end.type, 0) + 1
     started: list[tuple[int, float, Started]] = []
     for index, trace in enumerate(traces):
-        event = trace.started
-        if event is not None:
+        event, request = trace.started, trace.session.request
+        if event is not None and request is not None:  # every request here was asked here
             # when the engine took it, on the clock that stamped sent_at (the engine's own)
-            started.append((index, trace.session.request.sent_at + event.waited_s, event))
+            started.append((index, request.sent_at + event.waited_s, event))
     by_start = [index for index, _, _ in sorted(started, key=lambda item: item[1])]
     gapless = sum(
         [event.seq for _, event in trace.arrivals] == list(range(len(trace.arrivals)))

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from bots.client import ConciergeClient
-from bots.session import ReplyTimeout, Session, StopRequested
+from bots.session import Detached, ReplyTimeout, Session, StopRequested
 from broker.amqp import Broker
 from broker.protocol import TERMINAL_TYPES, ReplyEvent, Started, TokenEvent
 from config.settings import Settings
@@ -126,7 +126,7 @@ class Trace:
         try:
             while True:
                 item = await self.session.next_item(timeout_s)
-                if isinstance(item, StopRequested):
+                if isinstance(item, StopRequested | Detached):
                     continue
                 self.arrivals.append((time.monotonic(), item))
                 self._changed.set()
