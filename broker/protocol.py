@@ -122,7 +122,7 @@ class Started(_Event):
 class TokenEvent(_Event):
     type: Literal["token"] = "token"
     text: str
-    tokens: int = Field(1, ge=0, le=1)  # 1: a model token; 0: text the engine adds (sources)
+    tokens: int = Field(1, ge=0)  # model tokens in ``text``; 0: text the engine adds (sources)
 
 
 class Progress(_Event):

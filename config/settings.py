@@ -66,6 +66,7 @@ class Settings(BaseSettings):
     cancelled_sessions_max: int = Field(10_000, ge=1)
     cancelled_sessions_ttl_s: float = Field(3600.0, gt=0)
     max_question_chars: int = Field(4000, ge=1)
+    token_batch_s: float = Field(0.05, ge=0, le=1)  # tokens sent together; 0 = one by one
     metrics_port: int = Field(9108, ge=0, le=65535)  # /metrics and /healthz; 0 = off
     metrics_host: str = "127.0.0.1"
 

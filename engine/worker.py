@@ -239,7 +239,7 @@ class Worker:
         generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
         self._current = generation
         prompt = self.build_prompt(request)
-        relay = TokenRelay(replies)
+        relay = TokenRelay(replies, self.settings.token_batch_s)
         thread = asyncio.ensure_future(
             asyncio.to_thread(
                 run_token_loop,

@@ -85,7 +85,7 @@ def test_the_parser_takes_every_benchmark_and_its_options() -> None:
 async def test_bench_cancel_in_decode(bench_backend: BenchBackend, tmp_path: Path) -> None:
     settings = load_settings()
     config = CancelConfig(
-        depths=(0, 2), repeat=1, max_tokens=8, tokens_before_cancel=2, filler_max_tokens=1
+        depths=(0, 2), repeat=1, max_tokens=64, tokens_before_cancel=2, filler_max_tokens=1
     )
     doc = await run_cancel(settings, bench_backend, config, _quiet)
     _check_envelope(doc, "cancel")
