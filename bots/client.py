@@ -172,9 +172,10 @@ class ConciergeClient:
         except ProtocolError as error:
             log.warning("dropping a malformed reply: %s", error.reason)
         else:
-            if not self.sessions.deliver(event) and self._take_over(event):
-                self.sessions.deliver(event)
-            elif self.sessions.get(event.session_id) is None:
+            delivered = self.sessions.deliver(event) or (
+                self._take_over(event) and self.sessions.deliver(event)
+            )
+            if not delivered:
                 log.debug("reply for unknown session %s", event.session_id)
         await delivery.ack()
 

@@ -22,6 +22,7 @@ import discord
 from discord import app_commands
 from discord.abc import Messageable
 
+from bots.answering import send_and_show
 from bots.client import AskRefused, ConciergeClient
 from bots.discord_sink import (
     ANSWER_MAX_CHARS,
@@ -195,25 +196,18 @@ class ConciergeBot(discord.Client):
         🛑 on the question or on any answer message stops it."""
         renderer, sink = self._renderer(session, channel, question)
 
-        async def show() -> Status:
-            placeholder = await renderer.start(session)
-            context = {"channel": str(getattr(channel, "id", ""))}
+        def context_for(placeholder: discord.Message | None) -> dict[str, str]:
+            where = {"channel": str(getattr(channel, "id", ""))}
             if placeholder is not None:
-                context["message"] = str(placeholder.id)
+                where["message"] = str(placeholder.id)
             if question is not None:
-                context["question"] = str(question.id)
-            try:
-                await self.concierge.submit(session, context)
-            except AskRefused as refusal:  # the queue is full
-                await renderer.refuse(str(refusal))
-                return renderer.status
-            except Exception:
-                log.exception("could not queue a request from Discord")
-                await renderer.refuse(ENGINE_DOWN_REASON)
-                return renderer.status
-            return await renderer.follow(session)
+                where["question"] = str(question.id)
+            return where
 
-        return await self._show(session, sink, show())
+        answering = send_and_show(
+            self.concierge, session, renderer, context_for, ENGINE_DOWN_REASON
+        )
+        return await self._show(session, sink, answering)
 
     def take_over(self, session: Session, context: dict[str, str]) -> bool:
         """An answer asked before this process started (same bot name): finish it in the

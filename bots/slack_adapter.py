@@ -23,6 +23,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.answering import send_and_show
 from bots.client import AskRefused, ConciergeClient
 from bots.renderer import Renderer, Status
 from bots.session import Session
@@ -194,23 +195,12 @@ class SlackAdapter:
             return
         renderer, answer = self._renderer(session, channel, thread_ts, question_ts)
 
-        async def show() -> Status:
-            placeholder = await renderer.start(session)
-            context = {"channel": channel, "thread": thread_ts or "", "question": question_ts or ""}
-            if placeholder is not None:
-                context["message"] = placeholder.ts
-            try:
-                await self.client.submit(session, context)
-            except AskRefused as refusal:  # the queue is full
-                await renderer.refuse(str(refusal))
-                return renderer.status
-            except Exception:
-                log.exception("slack: could not queue a %s from %s", kind, user_id)
-                await renderer.refuse(ENGINE_DOWN_REASON)
-                return renderer.status
-            return await renderer.follow(session)
+        def context_for(placeholder: SlackMessage | None) -> dict[str, str]:
+            where = {"channel": channel, "thread": thread_ts or "", "question": question_ts or ""}
+            return where | ({"message": placeholder.ts} if placeholder else {})
 
-        await self._show(answer, show())
+        answering = send_and_show(self.client, session, renderer, context_for, ENGINE_DOWN_REASON)
+        await self._show(answer, answering)
 
     def take_over(self, session: Session, context: dict[str, str]) -> bool:
         """An answer asked before this process started (same bot name): finish it in the

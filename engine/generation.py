@@ -1,7 +1,7 @@
 """The token loop: runs in a worker thread, checks ``cancelled_sessions`` every token.
 
-It never waits for the broker: each piece is handed to the event loop with
-``call_soon_threadsafe`` and published from there.
+It never waits for the broker: each piece goes to ``emit`` (``TokenRelay.emit``), which only
+appends it; the event loop publishes from there.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from contextlib import suppress
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from broker.amqp import Broker

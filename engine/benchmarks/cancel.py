@@ -191,6 +191,9 @@ async def measure_once(
     seen_at = await rig.wait_until_cancel_seen(target.session_id, SEEN_TIMEOUT_S)
     assert target.terminal_at is not None
     answer_tokens = end.tokens if isinstance(end, Done | Cancelled) else 0
+    # When the model yielded each token the answer kept (this process's clock, as published_at):
+    # the client's count would lag by the tokens still in the engine's current batch.
+    kept_at = rig.backend.piece_times[-1][:answer_tokens] if rig.backend.piece_times else []
     return {
         "mode": mode,
         "depth": depth,
@@ -198,7 +201,7 @@ async def measure_once(
         "stop_s": max(0.0, target.terminal_at - published_at),
         "cancel_seen_s": seen_at - published_at if seen_at is not None else None,
         "tokens_before_cancel": tokens_before,
-        "tokens_after_cancel": max(0, answer_tokens - tokens_before),
+        "tokens_after_cancel": sum(1 for at in kept_at if at > published_at),
         "answer_tokens": answer_tokens,
         "finished_before_seen": isinstance(end, Done),
         "ended_before_cancel": ended_before,
