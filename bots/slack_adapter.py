@@ -309,7 +309,7 @@ async def run_slack(
 ) -> None:
     """Run the Slack bot until ``stop`` is set: Socket Mode by default, HTTP if configured.
 
-    ``web`` replaces the Web API client (tests point one at a local fake of Slack).
+    ``web`` replaces the Web API client (tests in this process use one of their own).
     """
     bot_token = _required(settings.slack_bot_token, "slack_bot_token")
     socket_mode = settings.slack_mode == "socket"
@@ -317,7 +317,7 @@ async def run_slack(
         app_token = _required(settings.slack_app_token, "slack_app_token")
     else:
         _required(settings.slack_signing_secret, "slack_signing_secret")
-    web = web or AsyncWebClient(token=bot_token)
+    web = web or AsyncWebClient(token=bot_token, base_url=settings.slack_api_url)
     await _check_bot_token(web)
     client = ConciergeClient(settings, "slack")
     app = build_app(settings, web)

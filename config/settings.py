@@ -110,6 +110,7 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = None
     slack_mode: Literal["socket", "http"] = "socket"
     slack_http_port: int = Field(3000, ge=1, le=65535)
+    slack_api_url: str = "https://slack.com/api/"  # another for GovSlack or a local stand-in
 
     # --- logging ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

@@ -28,39 +28,45 @@ def process_env(settings: Settings, **extra: str) -> dict[str, str]:
     return env
 
 
-class EngineProcess:
-    """``concierge engine`` in a subprocess; its log lines are kept in ``lines``."""
+class ConciergeProcess:
+    """``concierge <role>`` in a subprocess; its log lines are kept in ``lines``.
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    It is ready once it logs ``ready_mark`` (the engine: "engine <name> ready").
+    """
+
+    def __init__(self, process: asyncio.subprocess.Process, ready_mark: str) -> None:
         self.process = process
+        self.ready_mark = ready_mark
         self.lines: list[str] = []
         self.ready = asyncio.Event()
         self._reader = asyncio.create_task(self._read_log())
 
     @classmethod
-    async def start(cls, settings: Settings, **extra: str) -> EngineProcess:
+    async def start(
+        cls, settings: Settings, role: str = "engine", ready_mark: str = " ready", **extra: str
+    ) -> ConciergeProcess:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
             "bots.cli",
-            "engine",
+            role,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
             env=process_env(settings, **extra),
             cwd=ROOT,
         )
-        engine = cls(process)
-        ready = asyncio.create_task(engine.ready.wait())
-        await asyncio.wait({ready, engine._reader}, timeout=60, return_when="FIRST_COMPLETED")
-        assert engine.ready.is_set(), "\n".join(engine.lines)
-        return engine
+        started = cls(process, ready_mark)
+        ready = asyncio.create_task(started.ready.wait())
+        await asyncio.wait({ready, started._reader}, timeout=60, return_when="FIRST_COMPLETED")
+        assert started.ready.is_set(), "\n".join(started.lines)
+        return started
 
     async def _read_log(self) -> None:
         assert self.process.stderr is not None
         while line := await self.process.stderr.readline():
             self.lines.append(line.decode(errors="replace").rstrip())
-            if " ready" in self.lines[-1]:
+            if self.ready_mark in self.lines[-1]:
                 self.ready.set()
 
     def kill(self) -> None:

@@ -11,19 +11,19 @@ from broker.protocol import Done, Failed
 from config.settings import Settings
 from tests.conftest import LONG_QUESTION
 from tests.helpers import collect, wait_for_tokens
-from tests.processes import EngineProcess
+from tests.processes import ConciergeProcess
 
 
 async def test_an_engine_killed_mid_answer_reports_interrupted_once_back_and_goes_on(
     settings: Settings, broker: Broker, client: ConciergeClient
 ) -> None:
-    engine = await EngineProcess.start(settings, CONCIERGE_MAX_TOKENS="400")
+    engine = await ConciergeProcess.start(settings, CONCIERGE_MAX_TOKENS="400")
     session = await client.ask(LONG_QUESTION, user_id="u1")
     await wait_for_tokens(session, 2)
     engine.kill()
     assert await engine.wait() != 0
 
-    restarted = await EngineProcess.start(settings)
+    restarted = await ConciergeProcess.start(settings)
     end = (await collect(session))[-1]
     assert isinstance(end, Failed)
     assert end.reason.startswith("interrupted")  # not run again: no crash loop
@@ -36,7 +36,7 @@ async def test_an_engine_killed_mid_answer_reports_interrupted_once_back_and_goe
 async def test_sigterm_mid_answer_ends_it_visibly_and_exits_in_bounded_time(
     settings: Settings, broker: Broker, client: ConciergeClient
 ) -> None:
-    engine = await EngineProcess.start(
+    engine = await ConciergeProcess.start(
         settings, CONCIERGE_MAX_TOKENS="400", CONCIERGE_SHUTDOWN_GRACE_S="0.2"
     )
     session = await client.ask(LONG_QUESTION, user_id="u1")
@@ -51,7 +51,7 @@ async def test_sigterm_mid_answer_ends_it_visibly_and_exits_in_bounded_time(
 async def test_engine_and_bot_come_back_after_the_broker_restarts(
     settings: Settings, broker: Broker, client: ConciergeClient
 ) -> None:
-    engine = await EngineProcess.start(settings, CONCIERGE_MAX_TOKENS="400")
+    engine = await ConciergeProcess.start(settings, CONCIERGE_MAX_TOKENS="400")
     session = await client.ask(LONG_QUESTION, user_id="u1")
     await wait_for_tokens(session, 2)
     await rabbitmqctl("stop_app")

@@ -34,6 +34,7 @@ from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.fake_slack import BOT_ID, BOT_USER_ID, FakeSlack, Message, SlackDelivery
 from tests.fake_slack import start_fake_slack as start_fake
 from tests.helpers import collect
+from tests.processes import ConciergeProcess
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 CHANNEL = "C0GENERAL"
@@ -393,25 +394,29 @@ async def test_rescrape_streams_progress_for_admins(
 # --- Socket Mode, through run_slack -----------------------------------------------------------
 
 
-async def test_run_slack_in_socket_mode_answers_a_mention(
-    settings: Settings, engine: RunningEngine, broker: Broker, fake: FakeSlack
-) -> None:
-    stop = asyncio.Event()
-    web = AsyncWebClient(token="xoxb-test", base_url=fake.api_url)
-    bot = asyncio.create_task(run_slack(settings, stop, web=web))
-    envelope = {
-        "envelope_id": "env-1",
+def events_api(event: dict[str, Any], envelope_id: str) -> dict[str, Any]:
+    """A Socket Mode envelope carrying ``event``."""
+    return {
+        "envelope_id": envelope_id,
         "type": "events_api",
         "accepts_response_payload": False,
         "payload": {
             "team_id": "T0000001",
             "api_app_id": "A0000001",
             "type": "event_callback",
-            "event_id": "Ev0001",
-            "event": mention("Say hello.", "800.1"),
+            "event_id": f"Ev-{envelope_id}",
+            "event": event,
         },
     }
-    await fake.send_envelope(envelope)
+
+
+async def test_run_slack_in_socket_mode_answers_a_mention(
+    settings: Settings, engine: RunningEngine, broker: Broker, fake: FakeSlack
+) -> None:
+    stop = asyncio.Event()
+    web = AsyncWebClient(token="xoxb-test", base_url=fake.api_url)
+    bot = asyncio.create_task(run_slack(settings, stop, web=web))
+    await fake.send_envelope(events_api(mention("Say hello.", "800.1"), "env-1"))
     await fake.wait_for(lambda: fake.acks)
     messages = await wait_until_shown(fake, "800.1")
     stop.set()
@@ -470,5 +475,47 @@ async def test_a_named_bot_restarted_mid_answer_finishes_it_in_the_same_message(
         await broker.delete_reply_queue("slack-main")
 
     assert messages[0].ts == answer_ts  # the same message, updated
+    assert shown(messages) == (expected, DONE)
+    assert len(fake.calls_of("chat.postMessage")) == len(messages)  # nothing posted twice
+
+
+async def test_a_bot_process_killed_mid_answer_is_finished_by_the_next_one(
+    settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
+) -> None:
+    """``concierge slack`` as an operator runs it (Socket Mode, ``CONCIERGE_BOT_NAME``),
+    SIGKILLed while an answer streams, then started again: the answer ends in its message."""
+    long_answers = settings.model_copy(update={"max_tokens": 400})
+    engine = await start_engine(long_answers, backend)
+    bot_env = {
+        "CONCIERGE_BOT_NAME": "slack-main",
+        "CONCIERGE_SLACK_BOT_TOKEN": "xoxb-test",
+        "CONCIERGE_SLACK_APP_TOKEN": "xapp-test",
+        "CONCIERGE_SLACK_API_URL": fake.api_url,
+        "CONCIERGE_SLACK_EDIT_INTERVAL_S": "0.05",
+    }
+    connected = "connected in Socket Mode"
+    processes: list[ConciergeProcess] = []
+    try:
+        processes.append(await ConciergeProcess.start(long_answers, "slack", connected, **bot_env))
+        await fake.send_envelope(events_api(mention(LONG_QUESTION, "900.1"), "env-9"))
+        streaming = await wait_until_shown(fake, "900.1", lambda text, _: len(text) > 10)
+        processes[0].kill()
+        await processes[0].wait()
+        answer_ts = streaming[0].ts
+        left_at = parts(fake.message(answer_ts).text)[1]
+        assert not left_at.startswith(FINAL_MARKS), "the answer ended before the kill"
+
+        processes.append(await ConciergeProcess.start(long_answers, "slack", connected, **bot_env))
+        messages = await wait_until_shown(fake, "900.1")
+        async with ConciergeClient(long_answers, "test") as client:
+            expected = await direct_answer(client, LONG_QUESTION)
+    finally:
+        for process in processes:
+            if process.process.returncode is None:
+                await process.terminate()
+        await engine.stop()
+        await broker.delete_reply_queue("slack-main")
+
+    assert messages[0].ts == answer_ts  # the same message, updated by the second process
     assert shown(messages) == (expected, DONE)
     assert len(fake.calls_of("chat.postMessage")) == len(messages)  # nothing posted twice
