@@ -652,15 +652,25 @@ async def named_bots(
     await broker.delete_reply_queue("discord-main")
 
 
+@dataclass
+class Restarted:
+    """The bot's second process, the request asked of the first, and the answer's message."""
+
+    harness: Harness
+    request: Request
+    answer_id: int
+
+
+@pytest.fixture
 async def restarted_mid_answer(
     named_bots: Callable[[], Awaitable[NamedBot]],
     engine_for: StartEngine,
     settings: Settings,
     broker: Broker,
     fake_discord: FakeDiscord,
-) -> tuple[Harness, Request, int]:
+) -> Restarted:
     """Ask a named bot a long question, stop that process while the answer streams, and
-    start the next one; returns the new process, the request and the answer's message id."""
+    start the next one."""
     await engine_for(settings.model_copy(update={"max_tokens": 400}))
     tap = await WireTap.open(broker, "discord-main")
     first = await named_bots()
@@ -674,19 +684,14 @@ async def restarted_mid_answer(
         "the answer ended before the restart: make it longer"
     )
     second = await named_bots()
-    return Harness(second.bot, fake_discord, tap), request, answer_id
+    return Restarted(Harness(second.bot, fake_discord, tap), request, answer_id)
 
 
 async def test_a_bot_restarted_mid_answer_finishes_it_in_the_same_message(
-    named_bots: Callable[[], Awaitable[NamedBot]],
-    engine_for: StartEngine,
-    settings: Settings,
-    broker: Broker,
-    fake_discord: FakeDiscord,
+    restarted_mid_answer: Restarted, fake_discord: FakeDiscord
 ) -> None:
-    harness, request, answer_id = await restarted_mid_answer(
-        named_bots, engine_for, settings, broker, fake_discord
-    )
+    harness, request = restarted_mid_answer.harness, restarted_mid_answer.request
+    answer_id = restarted_mid_answer.answer_id
     shown = await harness.finished(answer_id)
     done = (await harness.tap.ending(request.session_id))[-1]
 
@@ -701,15 +706,10 @@ async def test_a_bot_restarted_mid_answer_finishes_it_in_the_same_message(
 
 
 async def test_after_a_restart_the_askers_stop_on_the_answer_still_stops_it(
-    named_bots: Callable[[], Awaitable[NamedBot]],
-    engine_for: StartEngine,
-    settings: Settings,
-    broker: Broker,
-    fake_discord: FakeDiscord,
+    restarted_mid_answer: Restarted,
 ) -> None:
-    harness, request, answer_id = await restarted_mid_answer(
-        named_bots, engine_for, settings, broker, fake_discord
-    )
+    harness, request = restarted_mid_answer.harness, restarted_mid_answer.request
+    answer_id = restarted_mid_answer.answer_id
     client = harness.bot.concierge
     await harness.tap.until(lambda: client.sessions.get(request.session_id) is not None)
     harness.react(ASKER, answer_id)

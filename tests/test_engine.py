@@ -17,6 +17,7 @@ from broker.protocol import (
     Expired,
     Failed,
     Progress,
+    ReplyEvent,
     Started,
     TokenEvent,
     encode,
@@ -49,27 +50,30 @@ async def test_a_question_is_answered_with_streamed_tokens(
     assert events[-1].ttft_s is not None and events[-1].ttft_s > 0
 
 
+async def answer_with_batches(
+    settings: Settings, backend: Backend, client: ConciergeClient, batch_s: float
+) -> tuple[list[TokenEvent], list[ReplyEvent]]:
+    """The model's token events (the batches) and all events of one answer."""
+    engine = await start_engine(settings.model_copy(update={"token_batch_s": batch_s}), backend)
+    events = await collect(await client.ask("Tell me about cats.", user_id="u1"))
+    await engine.stop()
+    assert token_text(events) == events[-1].text
+    return [e for e in events if isinstance(e, TokenEvent) and e.tokens > 0], events
+
+
 async def test_the_first_token_goes_out_alone_and_the_rest_in_batches(
     settings: Settings, backend: Backend, broker: Broker, client: ConciergeClient
 ) -> None:
-    engine = await start_engine(settings.model_copy(update={"token_batch_s": 0.2}), backend)
-    events = await collect(await client.ask("Tell me about cats.", user_id="u1"))
-    await engine.stop()
-    batches = [e for e in events if isinstance(e, TokenEvent) and e.tokens > 0]
+    batches, events = await answer_with_batches(settings, backend, client, 0.2)
     assert batches[0].tokens == 1  # at once: the time to first token is not delayed
     assert len(batches) < sum(batch.tokens for batch in batches) == events[-1].tokens
-    assert token_text(events) == events[-1].text
 
 
 async def test_with_no_batching_every_token_is_an_event(
     settings: Settings, backend: Backend, broker: Broker, client: ConciergeClient
 ) -> None:
-    engine = await start_engine(settings.model_copy(update={"token_batch_s": 0.0}), backend)
-    events = await collect(await client.ask("Tell me about cats.", user_id="u1"))
-    await engine.stop()
-    batches = [e for e in events if isinstance(e, TokenEvent) and e.tokens > 0]
+    batches, events = await answer_with_batches(settings, backend, client, 0.0)
     assert [batch.tokens for batch in batches] == [1] * events[-1].tokens
-    assert token_text(events) == events[-1].text
 
 
 async def test_a_cancel_mid_answer_stops_within_two_tokens(
