@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,14 @@ async def test_bench_command_prints_one_json_document_and_draws(
     doc = json.loads(capsys.readouterr().out)
     assert doc["benchmark"] == "queue" and doc["requests"]["lost"] == 0
     assert plot.stat().st_size > 0
+
+
+def test_plot_without_matplotlib_fails_at_once_naming_the_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bots.cli import EXIT_CONFIG, main
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
+    assert main(["bench", "stream", "--plot", str(tmp_path / "stream.png")]) == EXIT_CONFIG
+    assert "concierge[plot]" in capsys.readouterr().err
+    assert not (tmp_path / "stream.png").exists()

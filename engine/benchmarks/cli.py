@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import logging
 import sys
 from collections.abc import Iterator
@@ -182,8 +183,11 @@ async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
     """Run the chosen benchmark; print a table (or ``--json``) and draw ``--plot``."""
     from rich.console import Console
 
+    from config.settings import ConfigError
     from engine.benchmarks import report
 
+    if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
+        raise ConfigError("--plot: needs matplotlib (pip install 'concierge[plot]')")
     settings = with_options(args, settings)
     filler_tokens = getattr(args, "filler_tokens", 8)
     cold = args.benchmark != "queue"  # the queue benchmark measures the engine as deployed
