@@ -109,26 +109,32 @@ class ConciergeClient:
             platform=self.platform,
         )
         session = Session.for_request(request, timeout_s=self._reply_timeout_s(kind))
-        session.queued_ahead = await self.broker.request_queue_depth()
-        self.sessions.add(session)
+        self.sessions.add(session)  # before any await: it counts toward the asker's cap at once
+        try:
+            session.queued_ahead = await self.broker.request_queue_depth()
+        except BaseException:
+            self.sessions.remove(session.session_id)
+            raise
         return session
 
     async def submit(self, session: Session, context: Mapping[str, str]) -> None:
         """Publish the prepared request; ``context`` (the adapter's message ids) comes back in
         every reply event. Raises ``AskRefused`` when the queue is full."""
         assert session.request is not None, "only a prepared session is submitted"
-        fields = session.request.model_dump()
-        fields["context"] = {**context, USER_KEY: session.user_id, KIND_KEY: session.kind}
-        request = session.request = Request.model_validate(fields)
+        context = {**context, USER_KEY: session.user_id, KIND_KEY: session.kind}
+        # validated again (model_copy would not check the context's limits)
+        request = Request.model_validate(session.request.model_dump() | {"context": context})
+        session.request = request
         try:
             await self.broker.send_request(request)
-        except BaseException as error:
+        except QueueFull:
             self.sessions.remove(session.session_id)
-            if isinstance(error, QueueFull):
-                raise AskRefused(
-                    "I'm busy right now: too many questions are waiting. "
-                    "Please try again in a few minutes."
-                ) from None
+            raise AskRefused(
+                "I'm busy right now: too many questions are waiting. "
+                "Please try again in a few minutes."
+            ) from None
+        except BaseException:
+            self.sessions.remove(session.session_id)
             raise
 
     def _reply_timeout_s(self, kind: str) -> float:
@@ -162,9 +168,11 @@ class ConciergeClient:
     async def detach(self) -> None:
         """Leave every exchange in progress to the next process under this bot id: stop taking
         replies (the rest stay queued for it), then tell each session, after what it has."""
-        await self.broker.stop_replies()
-        for session in self.sessions.all():
-            session.items.put_nowait(Detached())
+        try:
+            await self.broker.stop_replies()
+        finally:
+            for session in self.sessions.all():
+                session.items.put_nowait(Detached())
 
     async def _on_reply(self, delivery: Delivery) -> None:
         try:
@@ -172,9 +180,9 @@ class ConciergeClient:
         except ProtocolError as error:
             log.warning("dropping a malformed reply: %s", error.reason)
         else:
-            delivered = self.sessions.deliver(event) or (
-                self._take_over(event) and self.sessions.deliver(event)
-            )
+            delivered = self.sessions.deliver(event)
+            if not delivered and self._take_over(event):  # asked before this process started
+                delivered = self.sessions.deliver(event)
             if not delivered:
                 log.debug("reply for unknown session %s", event.session_id)
         await delivery.ack()

@@ -228,9 +228,14 @@ class ConciergeBot(discord.Client):
             return await renderer.follow(session)
 
         task = asyncio.create_task(self._show(session, sink, show()))
-        self._following.add(task)
-        task.add_done_callback(self._following.discard)
+        self._following.add(task)  # now, not when it first runs: close() must see it
+        task.add_done_callback(self._taken_over_done)
         return True
+
+    def _taken_over_done(self, task: asyncio.Task[Status]) -> None:
+        self._following.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("a taken-over answer failed", exc_info=task.exception())
 
     def _renderer(
         self, session: Session, channel: Messageable, question: AnyMessage | None
@@ -336,7 +341,7 @@ async def run_discord(settings: Settings, stop: asyncio.Event) -> None:
         raise ConfigError("discord_token (CONCIERGE_DISCORD_TOKEN): not set")
     concierge = ConciergeClient(settings, "discord")
     bot = ConciergeBot(settings, concierge)  # before replies flow: it takes over earlier answers
-    async with concierge, bot:
+    async with bot, concierge:  # the bot first: a take-over waits until it is ready
         running = asyncio.create_task(bot.start(settings.discord_token.get_secret_value()))
         stopping = asyncio.create_task(stop.wait())
         await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)

@@ -174,11 +174,22 @@ class Renderer:
 
     async def _publish_final(self) -> None:
         """The final edit matters most (it carries the whole text): try it a few times."""
+        if not self._text_known:  # a taken-over message whose text never came: keep it
+            await self._post_end_below()
+            return
         for _ in range(FINAL_EDIT_ATTEMPTS):
             await self._publish()
             if not self._dirty:
                 return
             await asyncio.sleep(max(self.edit_interval_s, FINAL_EDIT_RETRY_S))
+
+    async def _post_end_below(self) -> None:
+        """Say how the answer ended in a message of its own, after the ones it has."""
+        end = MessageContent("", footer_for(self.status, self.detail, self.ahead))
+        try:
+            self.handles.append(await self.sink.post(end, self.handles[-1]))
+        except Exception as error:
+            log.warning("could not post how the answer ended: %s", error)
 
     def _wait_s(self, idle_left: float) -> float:
         if not self._dirty:
@@ -215,8 +226,8 @@ class Renderer:
                 self.text, self.status, self.detail = final_text or self.text, Status.FAILED, reason
             case Expired(reason=reason):
                 self.status, self.detail = Status.EXPIRED, reason
-        if isinstance(item, Done | Cancelled | Failed | Expired):
-            self._text_known = True  # a terminal event carries the whole text
+        if isinstance(item, Done | Cancelled) or (isinstance(item, Failed) and item.text):
+            self._text_known = True  # the whole text (Failed and Expired may carry none)
         if not isinstance(item, Detached):  # the successor shows the rest; nothing to edit
             self._dirty = self._text_known
 

@@ -257,8 +257,10 @@ class SlackAdapter:
         """Stop every answer in progress, give them ``grace_s`` to show it, then end them. A
         bot with a stable name (``CONCIERGE_BOT_NAME``) leaves them to its next process."""
         if self.client.named:
-            with suppress(Exception):
+            try:
                 await self.client.detach()
+            except Exception as error:  # the broker may be gone; the replies wait anyway
+                log.warning("slack: could not hand the answers over: %s", error)
         else:
             for answer in self.answers.active():
                 if answer.stopped_by is None:

@@ -1,4 +1,4 @@
-"""The wire protocol, version 1: every name, property and message that crosses RabbitMQ.
+"""The wire protocol, version 2: every name, property and message that crosses RabbitMQ.
 
 This module and ``docs/protocol.md`` are the contract; a client in another language needs
 only that document. Messages are JSON objects (``content_type: application/json``, UTF-8)
@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: requests carry a context, echoed in events; token events batch
 CONTENT_TYPE = "application/json"
 MAX_BODY_BYTES = 64 * 1024
 MAX_QUESTION_CHARS = 16_000
@@ -77,7 +77,7 @@ class Names:
 class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    v: Literal[1] = PROTOCOL_VERSION
+    v: Literal[2] = PROTOCOL_VERSION
 
 
 def new_session_id() -> str:

@@ -86,14 +86,31 @@ class TokenRelay:
         self._wake.set()
         await self._pump
 
+    def cancel(self) -> None:
+        """Drop what is left (the answer itself was cancelled)."""
+        self._pump.cancel()
+
     async def _publish_all(self) -> None:
-        while not self._closing.is_set():
+        first = True
+        while True:
             await self._wake.wait()
             self._wake.clear()
             while pieces := self._take():
-                await self.replies.send(TokenEvent, text="".join(pieces), tokens=len(pieces))
+                for batch in self._batches(pieces, first):
+                    await self.replies.send(TokenEvent, text="".join(batch), tokens=len(batch))
+                first = False
                 with suppress(TimeoutError):  # the pause ends early when the answer does
                     await asyncio.wait_for(self._closing.wait(), self.batch_s)
+            if self._closing.is_set():
+                return
+
+    def _batches(self, pieces: list[str], first: bool) -> list[list[str]]:
+        """The first token alone; then all pending together, or each alone with no batching."""
+        if self.batch_s == 0:
+            return [[piece] for piece in pieces]
+        if first and len(pieces) > 1:
+            return [pieces[:1], pieces[1:]]
+        return [pieces]
 
     def _take(self) -> list[str]:
         """What is pending; when nothing is, the pump goes idle (the next piece wakes it)."""

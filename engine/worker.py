@@ -254,6 +254,9 @@ class Worker:
         watchdog = asyncio.create_task(self._stop_if_asker_leaves(request))
         try:
             await _outlive_cancellation(thread, generation)
+        except asyncio.CancelledError:
+            relay.cancel()
+            raise
         except Exception as error:
             log.exception("generation failed")
             await relay.close()

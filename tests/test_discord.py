@@ -249,7 +249,8 @@ async def engine_for(backend: Backend, broker: Broker) -> AsyncIterator[StartEng
 
 async def log_in(bot: ConciergeBot) -> None:
     """Log ``bot`` in against the fake and feed it READY and the guilds."""
-    await bot.login("fake-token")
+    if bot.http.token is None:
+        await bot.login("fake-token")
     state = bot._connection
     state.parse_ready(ready_payload())  # type: ignore[arg-type]
     manager = role_payload(MANAGER_ROLE_ID, "managers", MANAGE_GUILD)
@@ -624,6 +625,7 @@ class NamedBot:
     async def start(cls, settings: Settings) -> NamedBot:
         client = ConciergeClient(settings, "discord")
         bot = ConciergeBot(settings, client, guild_ready_timeout=0.05)
+        await bot.login("fake-token")  # as in run_discord: the bot is set up before replies flow
         await client.start()
         await log_in(bot)
         return cls(bot, client)

@@ -6,8 +6,10 @@ import asyncio
 import json
 
 import aio_pika
+import pytest
 
 from bots.client import ConciergeClient
+from bots.session import Session
 from broker.amqp import Broker
 from broker.protocol import (
     ERROR_HEADER,
@@ -25,6 +27,7 @@ from broker.protocol import (
 )
 from config.settings import Settings
 from engine.llm import Backend
+from engine.replies import Replies, TokenRelay
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.helpers import collect, token_text, wait_for_tokens
 from tests.site_fixture import FakeSite
@@ -74,6 +77,52 @@ async def test_with_no_batching_every_token_is_an_event(
 ) -> None:
     batches, events = await answer_with_batches(settings, backend, client, 0.0)
     assert [batch.tokens for batch in batches] == [1] * events[-1].tokens
+
+
+@pytest.mark.parametrize("batch_s", [0.0, 0.001, 0.05])
+async def test_the_token_relay_loses_nothing_and_sends_the_first_token_alone(
+    batch_s: float, broker: Broker, client: ConciergeClient
+) -> None:
+    """The relay alone, fed from a thread far faster than a model, on the real broker."""
+    request = make_request(reply_to=client.bot_id, user_id="u1", question="q", ttl_s=30)
+    session = Session.for_request(request, timeout_s=30)
+    client.sessions.add(session)
+    replies = Replies(broker, request)
+    relay = TokenRelay(replies, batch_s)
+    pieces = [f"{n} " for n in range(500)]
+
+    def generate() -> None:
+        for piece in pieces:
+            relay.emit(piece)
+
+    await asyncio.to_thread(generate)
+    await relay.close()
+    await replies.send(
+        Done, text="".join(pieces), tokens=500, ttft_s=None, tokens_per_s=None, elapsed_s=0
+    )
+    events = await collect(session)
+
+    batches = [event for event in events if isinstance(event, TokenEvent)]
+    assert token_text(events) == "".join(pieces)
+    assert batches[0].tokens == 1
+    assert sum(batch.tokens for batch in batches) == 500
+    if batch_s == 0:
+        assert len(batches) == 500
+
+
+async def test_the_token_relay_publishes_what_it_got_even_if_closed_at_once(
+    broker: Broker, client: ConciergeClient
+) -> None:
+    request = make_request(reply_to=client.bot_id, user_id="u1", question="q", ttl_s=30)
+    session = Session.for_request(request, timeout_s=30)
+    client.sessions.add(session)
+    replies = Replies(broker, request)
+    relay = TokenRelay(replies, 0.05)
+    relay.emit("a")
+    relay.emit("b")
+    await relay.close()  # before its pump has run at all
+    await replies.send(Cancelled, text="ab", tokens=2)
+    assert token_text(await collect(session)) == "ab"
 
 
 async def test_a_cancel_mid_answer_stops_within_two_tokens(
@@ -151,7 +200,7 @@ def bad_requests() -> list[tuple[bytes, str]]:
     good = json.loads(encode(make_request(reply_to="b", user_id="u", question="q", ttl_s=30)))
     return [
         (b"\xff not json", "application/json"),
-        (json.dumps({**good, "v": 2}).encode(), "application/json"),  # unknown version
+        (json.dumps({**good, "v": 1}).encode(), "application/json"),  # another version
         (json.dumps({**good, "question": 42}).encode(), "application/json"),  # wrong type
         (
             json.dumps({k: v for k, v in good.items() if k != "reply_to"}).encode(),
@@ -189,8 +238,6 @@ async def test_a_request_past_its_deadline_is_expired_not_answered(
 ) -> None:
     request = make_request(reply_to=client.bot_id, user_id="u", question="late", ttl_s=30)
     late = request.model_copy(update={"deadline": request.sent_at - 1})
-    from bots.session import Session
-
     session = Session.for_request(late, timeout_s=30)
     client.sessions.add(session)
     await broker.send_request(late)

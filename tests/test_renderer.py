@@ -16,7 +16,15 @@ from hypothesis import strategies as st
 
 from bots.renderer import MessageContent, Renderer, Status, split_text
 from bots.session import Detached, Session, StopRequested
-from broker.protocol import Cancelled, Done, Expired, Started, TokenEvent, make_request
+from broker.protocol import (
+    Cancelled,
+    Done,
+    Expired,
+    Failed,
+    Started,
+    TokenEvent,
+    make_request,
+)
 
 SESSION_ID = "abcdef0123456789"
 
@@ -231,11 +239,11 @@ async def test_a_taken_over_message_is_left_alone_until_the_whole_text_comes() -
 
 
 async def test_a_detached_session_ends_without_a_final_edit() -> None:
-    """The bot process is leaving: its successor finishes the message; events already
-    received are still shown first."""
+    """The bot process is leaving: its successor finishes the message, so the text received
+    but not shown yet (edits are throttled) is not edited in now."""
     sink = RecordingSink()
     session = new_session()
-    renderer = Renderer(sink, max_chars=2000, edit_interval_s=0.0)
+    renderer = Renderer(sink, max_chars=2000, edit_interval_s=60.0)
     session.items.put_nowait(Started(session_id=SESSION_ID, seq=0, waited_s=0))
     session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=1, text="Hello"))
     session.items.put_nowait(Detached())
@@ -243,7 +251,29 @@ async def test_a_detached_session_ends_without_a_final_edit() -> None:
     status = await renderer.run(session)
 
     assert status is Status.DETACHED
-    assert sink.messages == [MessageContent("Hello", "✍️ answering… (🛑 to stop)")]
+    assert [kind for kind, _ in sink.calls] == ["post"]  # the placeholder, nothing after it
+    assert sink.messages == [MessageContent("", "⏳ queued · next up")]
+
+
+async def test_a_taken_over_answer_that_ends_without_text_says_so_below_it() -> None:
+    """After a restart the engine may report a failure with no text (it died too): the text
+    the message shows is unknown, so it stays, and the end is said in a message after it."""
+    sink = RecordingSink()
+    sink.messages.append(MessageContent("Once upon a time", "✍️ answering… (🛑 to stop)"))
+    session = new_session()
+    renderer = Renderer(sink, max_chars=2000, edit_interval_s=0.0)
+    renderer.adopt(0)
+    session.items.put_nowait(Failed(session_id=SESSION_ID, seq=0, reason="interrupted"))
+
+    status = await renderer.follow(session)
+
+    assert status is Status.FAILED
+    assert [kind for kind, _ in sink.calls] == ["post"]
+    assert sink.messages == [
+        MessageContent("Once upon a time", "✍️ answering… (🛑 to stop)"),
+        MessageContent("", "⚠️ failed: interrupted"),
+    ]
+    assert sink.replied_to == [0]
 
 
 async def test_a_refused_request_says_why_in_its_placeholder() -> None:
