@@ -47,7 +47,10 @@ async def up_command(settings: Settings) -> int:
     adapters = _configured_adapters(settings)
     if adapters:
         _stop_on_signals(stop)
-        runs = [asyncio.create_task(run(settings, stop)) for run in adapters]
+        runs = [
+            asyncio.create_task(run(adapter_settings(settings, platform), stop))
+            for platform, run in adapters
+        ]
         await asyncio.gather(engine, *runs)
         return 0
     code = await chat(settings)
@@ -66,14 +69,23 @@ async def _first_of(*aws: Awaitable[object]) -> None:
 AdapterRun = Callable[[Settings, asyncio.Event], Awaitable[None]]
 
 
-def _configured_adapters(settings: Settings) -> list[AdapterRun]:
-    """The platform adapters whose tokens are set."""
-    adapters: list[AdapterRun] = []
+def _configured_adapters(settings: Settings) -> list[tuple[str, AdapterRun]]:
+    """The platform adapters whose tokens are set, by platform."""
+    adapters: list[tuple[str, AdapterRun]] = []
     if settings.discord_token is not None:
-        adapters.append(_run_discord())
+        adapters.append(("discord", _run_discord()))
     if settings.slack_bot_token is not None:
-        adapters.append(_run_slack())
+        adapters.append(("slack", _run_slack()))
     return adapters
+
+
+def adapter_settings(settings: Settings, platform: str) -> Settings:
+    """One process runs every adapter under ``up``: each needs a reply queue of its own, so a
+    stable ``bot_name`` becomes ``<bot_name>-<platform>`` (two consumers on one queue would get
+    each other's replies)."""
+    if not settings.bot_name:
+        return settings
+    return settings.model_copy(update={"bot_name": f"{settings.bot_name}-{platform}"})
 
 
 async def adapter_command(run: AdapterRun, settings: Settings) -> int:

@@ -216,3 +216,16 @@ async def test_ctrl_c_at_an_empty_prompt_leaves_the_chat(
         shown += chunk
     process.send_signal(signal.SIGINT)
     assert await asyncio.wait_for(process.wait(), 30) == 0
+
+
+def test_under_up_each_adapter_has_a_reply_queue_of_its_own(settings: Settings) -> None:
+    from bots.cli import adapter_settings
+    from bots.client import ConciergeClient
+
+    named = settings.model_copy(update={"bot_name": "concierge"})
+    ids = {
+        ConciergeClient(adapter_settings(named, platform), platform).bot_id
+        for platform in ("discord", "slack")
+    }
+    assert ids == {"concierge-discord", "concierge-slack"}
+    assert adapter_settings(settings, "slack") is settings  # unnamed: each a random id anyway
