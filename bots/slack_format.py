@@ -1,9 +1,13 @@
 """What Slack is sent and what it sends: message text that never pings, questions from mentions.
 
 Slack reads ``<...>`` as a link or a mention (``<!channel>``, ``<@U123>``), so generated text is
-escaped as its docs require for literal text: ``&``, ``<`` and ``>`` become entities. Messages
-are plain ``text`` (no blocks): a section block holds only 3,000 characters and an escaped answer
-can grow several times longer than the text, while ``text`` is cut only past 40,000.
+escaped as its docs require for literal text: ``&``, ``<`` and ``>`` become entities. The only
+``<...>`` the bot writes itself are links to ``http(s)`` addresses (messages go out with
+``parse=none``, so Slack links nothing by itself): a bare address, a ``<address>`` as the
+sources list writes it, and a Markdown ``[label](address)``. The model's Markdown bold
+(``**x**``) and headings become Slack's ``*x*``; code is left as it is. Messages are plain
+``text`` (no blocks): a section block holds only 3,000 characters and an escaped answer can
+grow several times longer than the text, while ``text`` is cut only past 40,000.
 """
 
 from __future__ import annotations
@@ -26,9 +30,54 @@ def escape(text: str) -> str:
     return text.translate(_ENTITIES)
 
 
+# A Markdown link, an address in angle brackets, or a bare address; none may hold <, > or |.
+_ADDRESS = r"https?://[^\s<>|]+[^\s<>|.,;:!?'\")\]]"
+_LINK = re.compile(
+    rf"\[(?P<label>[^\]\n]+)\]\((?P<labelled>{_ADDRESS})\)|<(?P<bracketed>{_ADDRESS})>|(?P<bare>{_ADDRESS})"
+)
+_CODE = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
+_BOLD = re.compile(r"\*\*(?=\S)(?P<text>[^*\n]+?)(?<=\S)\*\*")
+_HEADING = re.compile(r"^#{1,6}[ \t]+(?P<text>\S[^\n]*?)[ \t#]*$", re.MULTILINE)
+
+
+def slack_text(text: str) -> str:
+    """Generated text as Slack shows it: escaped, its links and emphasis in Slack's syntax,
+    code untouched (but escaped). Nothing in it can ping."""
+    pieces: list[str] = []
+    start = 0
+    for code in _CODE.finditer(text):
+        pieces.append(_prose(text[start : code.start()]))
+        pieces.append(escape(code.group()))
+        start = code.end()
+    pieces.append(_prose(text[start:]))
+    return "".join(pieces)
+
+
+def _prose(text: str) -> str:
+    text = _HEADING.sub(lambda m: f"**{m['text']}**", text)
+    pieces: list[str] = []
+    start = 0
+    for link in _LINK.finditer(text):
+        pieces.append(_emphasis(escape(text[start : link.start()])))
+        address = link["labelled"] or link["bracketed"] or link["bare"]
+        label = link["label"]
+        pieces.append(f"<{escape(address)}|{_label(label)}>" if label else f"<{escape(address)}>")
+        start = link.end()
+    pieces.append(_emphasis(escape(text[start:])))
+    return "".join(pieces)
+
+
+def _emphasis(escaped: str) -> str:
+    return _BOLD.sub(lambda m: f"*{m['text']}*", escaped)
+
+
+def _label(label: str) -> str:
+    return escape(label.replace("|", "¦"))
+
+
 def message_text(content: MessageContent) -> str:
-    """One message: the escaped body, then the status line (trimmed to its room) if any."""
-    body = escape(content.body)
+    """One message: the body as Slack shows it, then the status line (trimmed to its room)."""
+    body = slack_text(content.body)
     if not content.footer:
         return body
     footer = escape(content.footer)

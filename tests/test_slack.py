@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -18,13 +19,15 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestServer
+from hypothesis import given
+from hypothesis import strategies as st
 from pydantic import SecretStr
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.client import ConciergeClient
-from bots.renderer import Status, footer_for
+from bots.renderer import Status, footer_for, split_text
 from bots.slack_adapter import SlackAdapter, build_app, run_slack
-from bots.slack_format import BODY_CHARS, FOOTER_SEPARATOR, STOP_REACTION, unescape
+from bots.slack_format import BODY_CHARS, FOOTER_SEPARATOR, STOP_REACTION, slack_text, unescape
 from bots.slack_http import EVENTS_PATH, events_web_app
 from broker.amqp import Broker, Delivery
 from broker.protocol import Done, Request, Started, TokenEvent, decode_request
@@ -139,6 +142,14 @@ def parts(text: str) -> tuple[str, str]:
     return unescape(text), ""
 
 
+def as_slack_shows(text: str, max_chars: int = BODY_CHARS) -> str:
+    """The answer ``text`` as its messages show it, joined (each piece formatted alone)."""
+    return unescape("".join(slack_text(piece) for piece in split_text(text, max_chars)))
+
+
+LINK_OR_ENTITY = re.compile(r"<https?://[^\s<>|]+(\|[^<>]*)?>")
+
+
 def shown(messages: list[Message]) -> tuple[str, str]:
     """The whole text the answer's messages show now, and the status line of the last one."""
     bodies = [parts(message.text)[0] for message in messages]
@@ -160,6 +171,34 @@ async def wait_until_shown(
     result = await fake.wait_for(check, timeout_s)
     assert result is not None
     return result
+
+
+@pytest.mark.parametrize(
+    ("generated", "sent"),
+    [
+        ("**Bold** and `**code**`", "*Bold* and `**code**`"),
+        ("## Opening hours ##\nMon to Fri", "*Opening hours*\nMon to Fri"),
+        ("- Widgets <https://ex.com/a?b=1&c=2>", "- Widgets <https://ex.com/a?b=1&amp;c=2>"),
+        ("See https://ex.com/a_b.", "See <https://ex.com/a_b>."),
+        ("the [warranty page](https://ex.com/w) says", "the <https://ex.com/w|warranty page> says"),
+        (
+            "<!channel> <@U1> <#C1> <javascript:x|y>",
+            "&lt;!channel&gt; &lt;@U1&gt; &lt;#C1&gt; &lt;javascript:x|y&gt;",
+        ),
+        ("```\n<@U1> **x** https://ex.com\n```", "```\n&lt;@U1&gt; **x** https://ex.com\n```"),
+    ],
+)
+def test_generated_text_is_sent_in_slacks_own_syntax(generated: str, sent: str) -> None:
+    assert slack_text(generated) == sent
+
+
+@given(st.text(alphabet=st.sampled_from(list("<>@!#|&*`[]()-: \nahttps/.:x;")), max_size=80))
+def test_no_generated_text_can_become_a_mention(generated: str) -> None:
+    """Whatever the model writes: the only <...> sent are http(s) links the bot made, and
+    every & starts an entity."""
+    outside_links = LINK_OR_ENTITY.sub("", slack_text(generated))
+    assert "<" not in outside_links and ">" not in outside_links
+    assert re.sub(r"&(amp|lt|gt);", "", outside_links).count("&") == 0
 
 
 async def direct_answer(client: ConciergeClient, question: str) -> str:
@@ -188,7 +227,7 @@ async def test_a_mention_is_answered_in_its_thread_with_throttled_updates(
 
     assert [message.thread_ts for message in messages] == ["100.1"]
     assert messages[0].texts[0].startswith("⏳ queued")  # the placeholder
-    assert shown(messages) == (expected, DONE)
+    assert shown(messages) == (as_slack_shows(expected), DONE)
     assert len(messages[0].texts) - 1 == len(fake.calls_of("chat.update")) >= 2
     posted_and_updated = messages[0].updated_at[:-1]  # the final update may come at any time
     gaps = [later - earlier for earlier, later in itertools.pairwise(posted_and_updated)]
@@ -207,7 +246,7 @@ async def test_ask_is_acknowledged_at_once_and_answered_in_the_channel(
     assert acknowledged_s < 3.0
     messages = await wait_until_shown(fake, None)
     assert messages[0].thread_ts is None  # in the channel itself
-    assert shown(messages) == (await direct_answer(client, question), DONE)
+    assert shown(messages) == (as_slack_shows(await direct_answer(client, question)), DONE)
 
 
 async def test_a_long_answer_continues_in_thread_replies(
@@ -224,7 +263,7 @@ async def test_a_long_answer_continues_in_thread_replies(
     assert all(message.thread_ts == first.ts for message in continuations)
     assert all(len(parts(message.text)[0]) <= 40 for message in messages)
     assert all(parts(message.text)[1] == "" for message in messages[:-1])
-    assert shown(messages) == (expected, DONE)
+    assert shown(messages) == (as_slack_shows(expected, 40), DONE)
 
 
 async def test_generated_mentions_never_ping(bot: Bot, broker: Broker, fake: FakeSlack) -> None:
@@ -247,9 +286,9 @@ async def test_generated_mentions_never_ping(bot: Bot, broker: Broker, fake: Fak
     messages = await wait_until_shown(fake, "200.1")
 
     assert [request.question for request in questions] == ["is 1 < 2 && 3 > 2?"]
-    assert shown(messages) == (answer, DONE)
-    for text in messages[0].texts:
-        assert "<" not in text and ">" not in text
+    assert shown(messages) == (as_slack_shows(answer), DONE)
+    for text in messages[0].texts:  # the only <...> left are links the bot made
+        assert "<" not in LINK_OR_ENTITY.sub("", text) and ">" not in LINK_OR_ENTITY.sub("", text)
     assert messages[0].text.startswith("Hi &lt;!channel&gt; and &lt;!here&gt;, ask &lt;@U123|bob")
     posted = fake.calls_of("chat.postMessage")[0].params
     assert (posted["parse"], posted["link_names"], posted["unfurl_links"]) == ("none", False, False)
@@ -262,7 +301,7 @@ async def test_a_ratelimited_update_is_waited_out(
     await bot.slack.event(mention("Say hello.", "300.1"))
     messages = await wait_until_shown(fake, "300.1")
 
-    assert shown(messages) == (await direct_answer(client, "Say hello."), DONE)
+    assert shown(messages) == (as_slack_shows(await direct_answer(client, "Say hello.")), DONE)
     updates = fake.calls_of("chat.update")
     assert updates[0].ratelimited and not any(call.ratelimited for call in updates[1:])
     assert updates[1].at - updates[0].at >= 1.0  # Retry-After was honoured
@@ -475,7 +514,7 @@ async def test_a_named_bot_restarted_mid_answer_finishes_it_in_the_same_message(
         await broker.delete_reply_queue("slack-main")
 
     assert messages[0].ts == answer_ts  # the same message, updated
-    assert shown(messages) == (expected, DONE)
+    assert shown(messages) == (as_slack_shows(expected), DONE)
     assert len(fake.calls_of("chat.postMessage")) == len(messages)  # nothing posted twice
 
 
@@ -517,5 +556,5 @@ async def test_a_bot_process_killed_mid_answer_is_finished_by_the_next_one(
         await broker.delete_reply_queue("slack-main")
 
     assert messages[0].ts == answer_ts  # the same message, updated by the second process
-    assert shown(messages) == (expected, DONE)
+    assert shown(messages) == (as_slack_shows(expected), DONE)
     assert len(fake.calls_of("chat.postMessage")) == len(messages)  # nothing posted twice
