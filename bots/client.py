@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from typing import Literal
 
 from bots.session import Detached, Session, SessionRegistry, StopRequested
-from broker.amqp import Broker, Delivery, QueueFull
+from broker.amqp import Broker, Delivery, QueueFull, ReplyQueueTaken
 from broker.protocol import (
     Cancel,
     ProtocolError,
@@ -18,7 +18,7 @@ from broker.protocol import (
     decode_event,
     make_request,
 )
-from config.settings import Settings
+from config.settings import ConfigError, Settings
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,14 @@ class ConciergeClient:
     async def start(self) -> ConciergeClient:
         await self.broker.connect()
         keep_s = NAMED_REPLY_QUEUE_KEEP_S if self.named else ONE_OFF_REPLY_QUEUE_KEEP_S
-        await self.broker.consume_replies(self.bot_id, self._on_reply, keep_s=keep_s)
+        try:
+            await self.broker.consume_replies(self.bot_id, self._on_reply, keep_s=keep_s)
+        except ReplyQueueTaken:
+            await self.broker.close()
+            raise ConfigError(
+                f"bot_name (CONCIERGE_BOT_NAME): another bot process is running as "
+                f"{self.bot_id!r}; give each process a name of its own"
+            ) from None
         return self
 
     async def close(self) -> None:

@@ -64,6 +64,10 @@ class QueueFull(Exception):
     """The request queue is at its length limit; the broker refused the request."""
 
 
+class ReplyQueueTaken(Exception):
+    """Another process already consumes this bot's reply queue (it runs under the same name)."""
+
+
 class BrokerUnavailable(ConnectionError):
     """RabbitMQ cannot be reached; the message names the host, never the password."""
 
@@ -330,7 +334,11 @@ class Broker:
             arguments={"x-expires": int(keep_s * 1000)},
         )
         await queue.bind(self.names.reply_exchange, routing_key=bot_id)
-        self._reply_consumer = (queue, await queue.consume(handler))
+        try:  # exclusive: two processes under one name would take each other's replies
+            tag = await queue.consume(handler, exclusive=True)
+        except ChannelAccessRefused:
+            raise ReplyQueueTaken(f"another process consumes {queue.name}") from None
+        self._reply_consumer = (queue, tag)
 
     async def stop_replies(self) -> None:
         """Stop taking reply events: those not yet delivered stay queued for the next process

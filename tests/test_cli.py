@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from broker.amqp import Broker
-from config.settings import Settings
+from config.settings import ConfigError, Settings
 from engine.llm import Backend
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 
@@ -229,3 +229,17 @@ def test_under_up_each_adapter_has_a_reply_queue_of_its_own(settings: Settings) 
     }
     assert ids == {"concierge-discord", "concierge-slack"}
     assert adapter_settings(settings, "slack") is settings  # unnamed: each a random id anyway
+
+
+async def test_a_second_bot_process_under_the_same_name_fails_at_start_naming_it(
+    settings: Settings, broker: Broker
+) -> None:
+    from bots.client import ConciergeClient
+
+    named = settings.model_copy(update={"bot_name": "slack"})
+    async with ConciergeClient(named, "slack"):
+        with pytest.raises(ConfigError, match=r"CONCIERGE_BOT_NAME.*running as 'slack'"):
+            await ConciergeClient(named, "slack").start()
+    async with ConciergeClient(named, "slack"):  # once the first has stopped, the name is free
+        pass
+    await broker.delete_reply_queue("slack")
