@@ -217,14 +217,22 @@ async def test_a_failing_edit_is_retried_and_nothing_is_lost() -> None:
     assert sink.text() == text
 
 
+SHOWN_BEFORE_RESTART = MessageContent("Once upon a time", "✍️ answering… (🛑 to stop)")
+
+
+def taken_over() -> tuple[RecordingSink, Session, Renderer]:
+    """A renderer taking over message 0, which a process before a restart was streaming into."""
+    sink = RecordingSink()
+    sink.messages.append(SHOWN_BEFORE_RESTART)
+    renderer = Renderer(sink, max_chars=2000, edit_interval_s=0.0)
+    renderer.adopt(0)
+    return sink, new_session(), renderer
+
+
 async def test_a_taken_over_message_is_left_alone_until_the_whole_text_comes() -> None:
     """After a restart the text already shown is unknown: tokens (a suffix of it) and a stop
     must not overwrite it; the terminal event's whole text does."""
-    sink = RecordingSink()
-    sink.messages.append(MessageContent("Once upon a time", "✍️ answering… (🛑 to stop)"))
-    session = new_session()
-    renderer = Renderer(sink, max_chars=2000, edit_interval_s=0.0)
-    renderer.adopt(0)
+    sink, session, renderer = taken_over()
     session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=7, text=" there"))
     session.items.put_nowait(StopRequested("u"))
     session.items.put_nowait(
@@ -258,21 +266,14 @@ async def test_a_detached_session_ends_without_a_final_edit() -> None:
 async def test_a_taken_over_answer_that_ends_without_text_says_so_below_it() -> None:
     """After a restart the engine may report a failure with no text (it died too): the text
     the message shows is unknown, so it stays, and the end is said in a message after it."""
-    sink = RecordingSink()
-    sink.messages.append(MessageContent("Once upon a time", "✍️ answering… (🛑 to stop)"))
-    session = new_session()
-    renderer = Renderer(sink, max_chars=2000, edit_interval_s=0.0)
-    renderer.adopt(0)
+    sink, session, renderer = taken_over()
     session.items.put_nowait(Failed(session_id=SESSION_ID, seq=0, reason="interrupted"))
 
     status = await renderer.follow(session)
 
     assert status is Status.FAILED
     assert [kind for kind, _ in sink.calls] == ["post"]
-    assert sink.messages == [
-        MessageContent("Once upon a time", "✍️ answering… (🛑 to stop)"),
-        MessageContent("", "⚠️ failed: interrupted"),
-    ]
+    assert sink.messages == [SHOWN_BEFORE_RESTART, MessageContent("", "⚠️ failed: interrupted")]
     assert sink.replied_to == [0]
 
 
