@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Literal
 
 from bots.session import Detached, Session, SessionRegistry, StopRequested
 from broker.amqp import Broker, Delivery, QueueFull, ReplyQueueTaken
 from broker.protocol import (
+    TERMINAL_TYPES,
     Cancel,
     ProtocolError,
     ReplyEvent,
@@ -47,6 +49,7 @@ class ConciergeClient:
         self.named = bool(bot_id or settings.bot_name)
         self.broker = Broker(settings)
         self.sessions = SessionRegistry()
+        self._settling: set[asyncio.Future[None]] = set()  # acknowledgements under way
         # The adapter's hook for exchanges asked before a restart (see ``_take_over``).
         self.on_adopt: Callable[[Session, dict[str, str]], bool] | None = None
 
@@ -64,6 +67,8 @@ class ConciergeClient:
         return self
 
     async def close(self) -> None:
+        if self._settling:  # acknowledge what was shown before the channel goes
+            await asyncio.gather(*self._settling, return_exceptions=True)
         if not self.named:
             try:
                 await self.broker.stop_replies()  # else the broker cancels it, with a warning
@@ -170,7 +175,13 @@ class ConciergeClient:
         session.items.put_nowait(StopRequested(user_id))
 
     def forget(self, session: Session) -> None:
+        """The session is over and shown: acknowledge its terminal event if that was held."""
         self.sessions.remove(session.session_id)
+        if session.held_ack is not None:
+            ack, session.held_ack = session.held_ack, None
+            settling = asyncio.ensure_future(_settle(ack))
+            self._settling.add(settling)
+            settling.add_done_callback(self._settling.discard)
 
     async def detach(self) -> None:
         """Leave every exchange in progress to the next process under this bot id: stop taking
@@ -192,6 +203,11 @@ class ConciergeClient:
                 delivered = self.sessions.deliver(event)
             if not delivered:
                 log.debug("reply for unknown session %s", event.session_id)
+            session = self.sessions.get(event.session_id)
+            terminal = event.type in TERMINAL_TYPES
+            if self.named and terminal and session is not None and session.held_ack is None:
+                session.held_ack = delivery.ack  # acknowledged by ``forget``, once shown
+                return
         await delivery.ack()
 
     def _take_over(self, event: ReplyEvent) -> bool:
@@ -211,3 +227,10 @@ class ConciergeClient:
         self.sessions.add(session)
         log.info("took over session %s from before a restart", event.session_id)
         return True
+
+
+async def _settle(ack: Callable[[], Awaitable[None]]) -> None:
+    try:
+        await ack()
+    except Exception as error:  # its channel closed meanwhile: the broker redelivers it
+        log.info("a held reply was not acknowledged: %s", error)

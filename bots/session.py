@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -49,6 +49,9 @@ class Session:
     queued_ahead: int = 0
     created_at: float = field(default_factory=time.monotonic)
     items: asyncio.Queue[SessionItem] = field(default_factory=asyncio.Queue)
+    # The acknowledgement of its terminal event, held until the session is forgotten (shown):
+    # a process that dies before then leaves the event in its queue for the next one.
+    held_ack: Callable[[], Awaitable[None]] | None = None
 
     @classmethod
     def for_request(cls, request: Request, timeout_s: float) -> Session:

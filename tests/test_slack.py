@@ -518,24 +518,30 @@ async def test_a_named_bot_restarted_mid_answer_finishes_it_in_the_same_message(
     assert len(fake.calls_of("chat.postMessage")) == len(messages)  # nothing posted twice
 
 
-async def test_a_bot_process_killed_mid_answer_is_finished_by_the_next_one(
-    settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
-) -> None:
-    """``concierge slack`` as an operator runs it (Socket Mode, ``CONCIERGE_BOT_NAME``),
-    SIGKILLed while an answer streams, then started again: the answer ends in its message."""
-    long_answers = settings.model_copy(update={"max_tokens": 400})
-    engine = await start_engine(long_answers, backend)
-    bot_env = {
+def slack_process_env(fake: FakeSlack) -> dict[str, str]:
+    """``concierge slack`` as an operator runs it (Socket Mode, a bot name), at the fake."""
+    return {
         "CONCIERGE_BOT_NAME": "slack-main",
         "CONCIERGE_SLACK_BOT_TOKEN": "xoxb-test",
         "CONCIERGE_SLACK_APP_TOKEN": "xapp-test",
         "CONCIERGE_SLACK_API_URL": fake.api_url,
         "CONCIERGE_SLACK_EDIT_INTERVAL_S": "0.05",
     }
-    connected = "connected in Socket Mode"
+
+
+CONNECTED = "connected in Socket Mode"
+
+
+async def test_a_bot_process_killed_mid_answer_is_finished_by_the_next_one(
+    settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
+) -> None:
+    """SIGKILLed while an answer streams, then started again: the answer ends in its message."""
+    long_answers = settings.model_copy(update={"max_tokens": 400})
+    engine = await start_engine(long_answers, backend)
+    env = slack_process_env(fake)
     processes: list[ConciergeProcess] = []
     try:
-        processes.append(await ConciergeProcess.start(long_answers, "slack", connected, **bot_env))
+        processes.append(await ConciergeProcess.start(long_answers, "slack", CONNECTED, **env))
         await fake.send_envelope(events_api(mention(LONG_QUESTION, "900.1"), "env-9"))
         streaming = await wait_until_shown(fake, "900.1", lambda text, _: len(text) > 10)
         processes[0].kill()
@@ -544,7 +550,7 @@ async def test_a_bot_process_killed_mid_answer_is_finished_by_the_next_one(
         left_at = parts(fake.message(answer_ts).text)[1]
         assert not left_at.startswith(FINAL_MARKS), "the answer ended before the kill"
 
-        processes.append(await ConciergeProcess.start(long_answers, "slack", connected, **bot_env))
+        processes.append(await ConciergeProcess.start(long_answers, "slack", CONNECTED, **env))
         messages = await wait_until_shown(fake, "900.1")
         async with ConciergeClient(long_answers, "test") as client:
             expected = await direct_answer(client, LONG_QUESTION)
@@ -558,3 +564,56 @@ async def test_a_bot_process_killed_mid_answer_is_finished_by_the_next_one(
     assert messages[0].ts == answer_ts  # the same message, updated by the second process
     assert shown(messages) == (as_slack_shows(expected), DONE)
     assert len(fake.calls_of("chat.postMessage")) == len(messages)  # nothing posted twice
+
+
+async def unacknowledged(queue: str) -> int:
+    """How many of ``queue``'s messages a consumer holds without having acknowledged them."""
+    process = await asyncio.create_subprocess_exec(
+        "rabbitmqctl",
+        "-q",
+        "list_queues",
+        "name",
+        "messages_unacknowledged",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 60)
+    counts = dict(line.split("\t") for line in out.decode().splitlines() if "\t" in line)
+    return int(counts.get(queue, "0"))
+
+
+async def test_an_end_taken_but_not_yet_shown_by_a_killed_bot_is_shown_by_the_next_one(
+    settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
+) -> None:
+    """The first process holds the answer's terminal event while Slack makes it wait (a 429
+    with a long Retry-After) and is killed: the event was never acknowledged, so the broker
+    gives it to the next process, which shows it in the same message."""
+    engine = await start_engine(settings, backend)
+    env = slack_process_env(fake)
+    reply_queue = broker.names.reply_queue("slack-main")
+    processes: list[ConciergeProcess] = []
+    try:
+        processes.append(await ConciergeProcess.start(settings, "slack", CONNECTED, **env))
+        await fake.send_envelope(events_api(mention("Say hello.", "950.1"), "env-95"))
+        placeholder = await fake.wait_for(lambda: fake.thread(CHANNEL, "950.1"))
+        fake.rate_limit("chat.update", retry_after_s=600)  # the next update waits 10 minutes
+        await fake.wait_for(lambda: fake.calls_of("chat.update"))
+        deadline = time.monotonic() + 60
+        while await unacknowledged(reply_queue) == 0:  # the end arrived; it is held, not acked
+            assert time.monotonic() < deadline, "the first process acknowledged the end"
+        processes[0].kill()
+        await processes[0].wait()
+        assert not parts(fake.message(placeholder[0].ts).text)[1].startswith(FINAL_MARKS)
+
+        processes.append(await ConciergeProcess.start(settings, "slack", CONNECTED, **env))
+        messages = await wait_until_shown(fake, "950.1")
+        async with ConciergeClient(settings, "test") as client:
+            expected = await direct_answer(client, "Say hello.")
+    finally:
+        for process in processes:
+            if process.process.returncode is None:
+                await process.terminate()
+        await engine.stop()
+        await broker.delete_reply_queue("slack-main")
+
+    assert messages[0].ts == placeholder[0].ts
+    assert shown(messages) == (as_slack_shows(expected), DONE)
