@@ -56,10 +56,15 @@ async def read_queues(
     for bot in dict.fromkeys([settings.bot_name, *bot_names]):
         if bot:
             wanted.append((f"reply ({bot})", names.reply_queue(bot)))
+    # ``concierge up`` names each platform's bot <bot_name>-<platform>: shown when they exist
+    per_platform = [f"{settings.bot_name}-{p}" for p in ("discord", "slack") if settings.bot_name]
+    optional = {names.reply_queue(bot) for bot in per_platform}
+    wanted += [(f"reply ({bot})", names.reply_queue(bot)) for bot in per_platform]
     peeks = await peek_queues(settings, [name for _, name in wanted])
     return [
         QueueInfo(role, name, peek.state, peek.messages, peek.consumers)
         for (role, name), peek in zip(wanted, peeks, strict=True)
+        if not (name in optional and peek.state == "missing")
     ]
 
 

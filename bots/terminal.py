@@ -124,7 +124,7 @@ async def ask(
 ) -> int:
     """One question (or a rescrape); the answer on stdout. Exit 0 when done, 130 when stopped."""
     err = Console(stderr=True)
-    async with ConciergeClient(settings, "terminal") as client:
+    async with ConciergeClient(one_off(settings), "terminal") as client:
         try:
             session = await client.ask(question, user_id=getpass.getuser(), kind=kind)
         except AskRefused as refusal:
@@ -139,12 +139,18 @@ async def ask(
             client.forget(session)
 
 
+def one_off(settings: Settings) -> Settings:
+    """A terminal client is never a named bot: under the bot's name it would take (and
+    acknowledge) that bot's replies, or be refused while the bot runs."""
+    return settings.model_copy(update={"bot_name": ""})
+
+
 async def chat(settings: Settings) -> int:
     """Question after question; Ctrl+C stops an answer, Ctrl+D or Ctrl+C at the prompt leaves."""
     err = Console(stderr=True)
     lines = await _stdin_lines()
     leave = asyncio.Event()
-    async with ConciergeClient(settings, "terminal") as client:
+    async with ConciergeClient(one_off(settings), "terminal") as client:
         current: list[Session] = []
 
         def interrupt() -> None:

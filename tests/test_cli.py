@@ -243,3 +243,19 @@ async def test_a_second_bot_process_under_the_same_name_fails_at_start_naming_it
     async with ConciergeClient(named, "slack"):  # once the first has stopped, the name is free
         pass
     await broker.delete_reply_queue("slack")
+
+
+async def test_ask_beside_a_running_named_bot_uses_a_queue_of_its_own(
+    engine: RunningEngine, settings: Settings, broker: Broker
+) -> None:
+    """One .env for everything: `concierge ask` must not take the bot's name (and replies)."""
+    from bots.client import ConciergeClient
+
+    named = settings.model_copy(update={"bot_name": "discord"})
+    async with ConciergeClient(named, "discord") as bot:
+        env = cli_env(settings) | {"CONCIERGE_BOT_NAME": "discord"}
+        process = await concierge("ask", "Say hello.", env=env)
+        _, stderr = await asyncio.wait_for(process.communicate(), 60)
+        assert process.returncode == 0, stderr.decode()  # under the bot's name: refused, 78
+        assert await broker.reply_queue_exists(bot.bot_id)
+    await broker.delete_reply_queue("discord")

@@ -122,3 +122,20 @@ async def test_status_with_no_broker_raises_broker_unavailable_without_the_passw
         await status_command(unreachable)
     assert "127.0.0.1:1" in str(raised.value)
     assert "s3cret" not in str(raised.value)
+
+
+async def test_status_finds_the_bots_of_concierge_up_by_their_platform_names(
+    settings: Settings, broker: Broker
+) -> None:
+    from bots.cli import adapter_settings
+    from bots.status import read_queues
+
+    named = settings.model_copy(update={"bot_name": "concierge"})
+    async with ConciergeClient(adapter_settings(named, "discord"), "discord"):
+        queues = await read_queues(named)
+    await broker.delete_reply_queue("concierge-discord")
+
+    shown = {queue.role: (queue.state, queue.consumers) for queue in queues}
+    assert shown["reply (concierge-discord)"][1] == 1  # up's Discord bot, consuming
+    assert shown["reply (concierge)"][0] == "missing"  # the plain name is asked for, so shown
+    assert "reply (concierge-slack)" not in shown  # no Slack bot: not listed at all
