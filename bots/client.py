@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 NAMED_REPLY_QUEUE_KEEP_S = 3600.0
 ONE_OFF_REPLY_QUEUE_KEEP_S = 300.0
 
+MAX_HELD_ACKS = 50  # of the reply consumer's prefetch of 100
+
 # The context keys the client adds to every request, beside the adapter's own.
 USER_KEY = "user"
 KIND_KEY = "kind"
@@ -174,11 +176,12 @@ class ConciergeClient:
         )
         session.items.put_nowait(StopRequested(user_id))
 
-    def forget(self, session: Session) -> None:
-        """The session is over and shown: acknowledge its terminal event if that was held."""
+    def forget(self, session: Session, *, shown: bool = True) -> None:
+        """The session is over: acknowledge its terminal event if that was held and ``shown``
+        (if not, the broker gives the event to the next process once this one is gone)."""
         self.sessions.remove(session.session_id)
-        if session.held_ack is not None:
-            ack, session.held_ack = session.held_ack, None
+        ack, session.held_ack = session.held_ack, None
+        if ack is not None and shown:
             settling = asyncio.ensure_future(_settle(ack))
             self._settling.add(settling)
             settling.add_done_callback(self._settling.discard)
@@ -204,11 +207,18 @@ class ConciergeClient:
             if not delivered:
                 log.debug("reply for unknown session %s", event.session_id)
             session = self.sessions.get(event.session_id)
-            terminal = event.type in TERMINAL_TYPES
-            if self.named and terminal and session is not None and session.held_ack is None:
+            if session is not None and self._may_hold(event, session):
                 session.held_ack = delivery.ack  # acknowledged by ``forget``, once shown
                 return
         await delivery.ack()
+
+    def _may_hold(self, event: ReplyEvent, session: Session) -> bool:
+        """Hold the ack of a named bot's terminal event until it is shown, but never so many
+        that the consumer's prefetch fills up and stalls every other answer."""
+        if not self.named or event.type not in TERMINAL_TYPES:
+            return False
+        held = sum(1 for other in self.sessions.all() if other.held_ack is not None)
+        return session.held_ack is None and held < MAX_HELD_ACKS
 
     def _take_over(self, event: ReplyEvent) -> bool:
         """An event of an exchange this process did not start (it was asked before a restart

@@ -234,12 +234,15 @@ class SlackAdapter:
         return renderer, answer
 
     async def _show(self, answer: Answer, shown: Awaitable[Status]) -> None:
+        finished = False
         try:
             status = await shown
+            finished = True
             log.info("slack: session %s ended: %s", answer.session.session_id, status)
         finally:
             self.answers.unlink(answer)
-            self.client.forget(answer.session)
+            # cut short (shutdown): its end, if taken, stays for the next process
+            self.client.forget(answer.session, shown=finished)
 
     async def is_admin(self, user_id: str) -> bool:
         """Listed in ``admin_user_ids``, or a workspace admin or owner as ``users.info`` says."""

@@ -31,7 +31,7 @@ def escape(text: str) -> str:
 
 
 # A Markdown link, an address in angle brackets, or a bare address; none may hold <, > or |.
-_ADDRESS = r"https?://[^\s<>|]+[^\s<>|.,;:!?'\")\]]"
+_ADDRESS = r"https?://[^\s<>|]+[^\s<>|.,;:!?'\")\]*_]"
 _LINK = re.compile(
     rf"\[(?P<label>[^\]\n]+)\]\((?P<labelled>{_ADDRESS})\)|<(?P<bracketed>{_ADDRESS})>|(?P<bare>{_ADDRESS})"
 )
@@ -54,7 +54,6 @@ def slack_text(text: str) -> str:
 
 
 def _prose(text: str) -> str:
-    text = _HEADING.sub(lambda m: f"**{m['text']}**", text)
     pieces: list[str] = []
     start = 0
     for link in _LINK.finditer(text):
@@ -64,7 +63,12 @@ def _prose(text: str) -> str:
         pieces.append(f"<{escape(address)}|{_label(label)}>" if label else f"<{escape(address)}>")
         start = link.end()
     pieces.append(_emphasis(escape(text[start:])))
-    return "".join(pieces)
+    return _HEADING.sub(_heading, "".join(pieces))
+
+
+def _heading(line: re.Match[str]) -> str:
+    text = line["text"]
+    return text if len(text) > 1 and text[0] == text[-1] == "*" else f"*{text}*"
 
 
 def _emphasis(escaped: str) -> str:

@@ -333,12 +333,13 @@ class Broker:
             durable=True,
             arguments={"x-expires": int(keep_s * 1000)},
         )
+        # Two processes under one name would take each other's replies. Checked once, here: an
+        # exclusive consumer would also refuse this process's own consumer when aio-pika
+        # restores it after a reconnect the broker has not noticed yet.
+        if queue.declaration_result.consumer_count:
+            raise ReplyQueueTaken(f"another process consumes {queue.name}")
         await queue.bind(self.names.reply_exchange, routing_key=bot_id)
-        try:  # exclusive: two processes under one name would take each other's replies
-            tag = await queue.consume(handler, exclusive=True)
-        except ChannelAccessRefused:
-            raise ReplyQueueTaken(f"another process consumes {queue.name}") from None
-        self._reply_consumer = (queue, tag)
+        self._reply_consumer = (queue, await queue.consume(handler))
 
     async def stop_replies(self) -> None:
         """Stop taking reply events: those not yet delivered stay queued for the next process

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from aio_pika.abc import AbstractIncomingMessage
 from aiohttp.test_utils import TestServer
 from hypothesis import given
 from hypothesis import strategies as st
@@ -30,7 +31,16 @@ from bots.slack_adapter import SlackAdapter, build_app, run_slack
 from bots.slack_format import BODY_CHARS, FOOTER_SEPARATOR, STOP_REACTION, slack_text, unescape
 from bots.slack_http import EVENTS_PATH, events_web_app
 from broker.amqp import Broker, Delivery
-from broker.protocol import Done, Request, Started, TokenEvent, decode_request
+from broker.protocol import (
+    TERMINAL_TYPES,
+    Done,
+    ReplyEvent,
+    Request,
+    Started,
+    TokenEvent,
+    decode_event,
+    decode_request,
+)
 from config.settings import ConfigError, Settings
 from engine.llm import Backend
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
@@ -180,6 +190,7 @@ async def wait_until_shown(
         ("## Opening hours ##\nMon to Fri", "*Opening hours*\nMon to Fri"),
         ("- Widgets <https://ex.com/a?b=1&c=2>", "- Widgets <https://ex.com/a?b=1&amp;c=2>"),
         ("See https://ex.com/a_b.", "See <https://ex.com/a_b>."),
+        ("## More at https://ex.com\n## **Hours**", "*More at <https://ex.com>*\n*Hours*"),
         ("the [warranty page](https://ex.com/w) says", "the <https://ex.com/w|warranty page> says"),
         (
             "<!channel> <@U1> <#C1> <javascript:x|y>",
@@ -566,19 +577,40 @@ async def test_a_bot_process_killed_mid_answer_is_finished_by_the_next_one(
     assert len(fake.calls_of("chat.postMessage")) == len(messages)  # nothing posted twice
 
 
-async def unacknowledged(queue: str) -> int:
-    """How many of ``queue``'s messages a consumer holds without having acknowledged them."""
+async def ready_and_unacknowledged(queue: str) -> tuple[int, int]:
+    """How many of ``queue``'s messages wait, and how many a consumer holds unacknowledged."""
     process = await asyncio.create_subprocess_exec(
         "rabbitmqctl",
         "-q",
         "list_queues",
         "name",
+        "messages_ready",
         "messages_unacknowledged",
         stdout=asyncio.subprocess.PIPE,
     )
     out, _ = await asyncio.wait_for(process.communicate(), 60)
-    counts = dict(line.split("\t") for line in out.decode().splitlines() if "\t" in line)
-    return int(counts.get(queue, "0"))
+    for line in out.decode().splitlines():
+        name, ready, unacknowledged = line.split("\t")
+        if name == queue:
+            return int(ready), int(unacknowledged)
+    return 0, 0
+
+
+async def published_end(broker: Broker, bot_id: str) -> asyncio.Future[ReplyEvent]:
+    """Resolves with the first terminal event published to ``bot_id`` (seen beside its queue)."""
+    channel = await broker.connection.channel()
+    tap = await channel.declare_queue(exclusive=True, auto_delete=True)
+    await tap.bind(broker.names.reply_exchange, routing_key=bot_id)
+    end: asyncio.Future[ReplyEvent] = asyncio.get_running_loop().create_future()
+
+    async def on_event(message: AbstractIncomingMessage) -> None:
+        event = decode_event(message.body)
+        if event.type in TERMINAL_TYPES and not end.done():
+            end.set_result(event)
+
+    await tap.consume(on_event, no_ack=True)
+    end.add_done_callback(lambda _: asyncio.ensure_future(channel.close()))
+    return end
 
 
 async def test_an_end_taken_but_not_yet_shown_by_a_killed_bot_is_shown_by_the_next_one(
@@ -593,12 +625,15 @@ async def test_an_end_taken_but_not_yet_shown_by_a_killed_bot_is_shown_by_the_ne
     processes: list[ConciergeProcess] = []
     try:
         processes.append(await ConciergeProcess.start(settings, "slack", CONNECTED, **env))
+        end = await published_end(broker, "slack-main")
         await fake.send_envelope(events_api(mention("Say hello.", "950.1"), "env-95"))
         placeholder = await fake.wait_for(lambda: fake.thread(CHANNEL, "950.1"))
         fake.rate_limit("chat.update", retry_after_s=600)  # the next update waits 10 minutes
         await fake.wait_for(lambda: fake.calls_of("chat.update"))
+        assert isinstance(await asyncio.wait_for(end, 60), Done)
         deadline = time.monotonic() + 60
-        while await unacknowledged(reply_queue) == 0:  # the end arrived; it is held, not acked
+        # Delivered (none ready), and held: the end is the one message not acknowledged.
+        while await ready_and_unacknowledged(reply_queue) != (0, 1):
             assert time.monotonic() < deadline, "the first process acknowledged the end"
         processes[0].kill()
         await processes[0].wait()
