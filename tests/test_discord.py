@@ -286,17 +286,19 @@ async def start_bot(
 async def test_a_mention_is_answered_in_place_with_throttled_edits(
     settings: Settings, start_bot: StartBot, engine_for: StartEngine, fake_discord: FakeDiscord
 ) -> None:
-    settings = settings.model_copy(update={"edit_interval_s": 0.1, "max_tokens": 64})
+    # 96 tokens take at least 0.6 s even at 150 tokens/s: several edit intervals
+    settings = settings.model_copy(update={"edit_interval_s": 0.1, "max_tokens": 96})
     await engine_for(settings)
     discord_ = await start_bot(settings)
 
-    question_id = discord_.ask(ASKER, "What is the capital of France? @everyone")
+    question = f"{LONG_QUESTION} @everyone"
+    question_id = discord_.ask(ASKER, question)
     request = await discord_.tap.request_from(ASKER)
     first_id = await discord_.first_reply(question_id)
     shown = await discord_.finished(first_id)
     events = await discord_.tap.ending(request.session_id)
 
-    assert request.question == "What is the capital of France? @everyone"
+    assert request.question == question
     assert request.type == "ask"
     done = events[-1]
     assert isinstance(done, Done)

@@ -226,8 +226,8 @@ async def test_a_mention_is_answered_in_its_thread_with_throttled_updates(
     settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
 ) -> None:
     interval_s = 0.1
-    question = "What is the capital of France?"
-    engine = await start_engine(settings.model_copy(update={"max_tokens": 48}), backend)
+    question = LONG_QUESTION  # 96 tokens take at least 0.6 s: several update intervals
+    engine = await start_engine(settings.model_copy(update={"max_tokens": 96}), backend)
     throttled = settings.model_copy(update={"slack_edit_interval_s": interval_s})
     async with ConciergeClient(settings, "test") as client:
         async with slack_bot(throttled, client, fake) as bot:
@@ -543,6 +543,17 @@ def slack_process_env(fake: FakeSlack) -> dict[str, str]:
 CONNECTED = "connected in Socket Mode"
 
 
+async def stop_all(
+    processes: list[ConciergeProcess], engine: RunningEngine, broker: Broker
+) -> None:
+    """The bot processes still running, then the engine; and the bot's queue goes."""
+    for process in processes:
+        if process.process.returncode is None:
+            await process.terminate()
+    await engine.stop()
+    await broker.delete_reply_queue("slack-main")
+
+
 async def test_a_bot_process_killed_mid_answer_is_finished_by_the_next_one(
     settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
 ) -> None:
@@ -566,11 +577,7 @@ async def test_a_bot_process_killed_mid_answer_is_finished_by_the_next_one(
         async with ConciergeClient(long_answers, "test") as client:
             expected = await direct_answer(client, LONG_QUESTION)
     finally:
-        for process in processes:
-            if process.process.returncode is None:
-                await process.terminate()
-        await engine.stop()
-        await broker.delete_reply_queue("slack-main")
+        await stop_all(processes, engine, broker)
 
     assert messages[0].ts == answer_ts  # the same message, updated by the second process
     assert shown(messages) == (as_slack_shows(expected), DONE)
@@ -644,11 +651,7 @@ async def test_an_end_taken_but_not_yet_shown_by_a_killed_bot_is_shown_by_the_ne
         async with ConciergeClient(settings, "test") as client:
             expected = await direct_answer(client, "Say hello.")
     finally:
-        for process in processes:
-            if process.process.returncode is None:
-                await process.terminate()
-        await engine.stop()
-        await broker.delete_reply_queue("slack-main")
+        await stop_all(processes, engine, broker)
 
     assert messages[0].ts == placeholder[0].ts
     assert shown(messages) == (as_slack_shows(expected), DONE)
