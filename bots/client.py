@@ -6,7 +6,8 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Literal
 
 from bots.session import Detached, Session, SessionRegistry, StopRequested
@@ -185,6 +186,17 @@ class ConciergeClient:
             settling = asyncio.ensure_future(_settle(ack))
             self._settling.add(settling)
             settling.add_done_callback(self._settling.discard)
+
+    @contextmanager
+    def showing(self, session: Session) -> Iterator[None]:
+        """Forget ``session`` when the block ends; its held end is acknowledged only if the
+        block ran to its end (cut short at shutdown, it stays for the next process)."""
+        completed = False
+        try:
+            yield
+            completed = True
+        finally:
+            self.forget(session, shown=completed)
 
     async def detach(self) -> None:
         """Leave every exchange in progress to the next process under this bot id: stop taking

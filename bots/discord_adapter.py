@@ -260,17 +260,14 @@ class ConciergeBot(discord.Client):
         task = asyncio.current_task()
         assert task is not None  # a coroutine runs in a task
         self._following.add(task)
-        finished = False
         try:
-            status = await shown
-            finished = True
+            with self.concierge.showing(session):
+                status = await shown
         finally:
             self._following.discard(task)
             for message_id, exchange in list(self._exchanges.items()):
                 if exchange.session is session:
                     del self._exchanges[message_id]
-            # cut short (shutdown): its end, if taken, stays for the next process
-            self.concierge.forget(session, shown=finished)
         if status is not Status.DETACHED and self.user is not None:
             await sink.remove_stop_button(self.user)
         log.info("session %s: %s", session.session_id, status)

@@ -234,15 +234,12 @@ class SlackAdapter:
         return renderer, answer
 
     async def _show(self, answer: Answer, shown: Awaitable[Status]) -> None:
-        finished = False
         try:
-            status = await shown
-            finished = True
-            log.info("slack: session %s ended: %s", answer.session.session_id, status)
+            with self.client.showing(answer.session):
+                status = await shown
         finally:
             self.answers.unlink(answer)
-            # cut short (shutdown): its end, if taken, stays for the next process
-            self.client.forget(answer.session, shown=finished)
+        log.info("slack: session %s ended: %s", answer.session.session_id, status)
 
     async def is_admin(self, user_id: str) -> bool:
         """Listed in ``admin_user_ids``, or a workspace admin or owner as ``users.info`` says."""

@@ -438,21 +438,45 @@ async def answering(discord_: Harness, first_id: int) -> None:
     await discord_.fake.wait_for(streaming)
 
 
-async def test_the_askers_stop_on_the_answer_stops_generation(
+@dataclass
+class Streaming:
+    """A long answer to the asker, being streamed into its first message."""
+
+    discord_: Harness
+    request: Request
+    question_id: int
+    first_id: int
+
+
+async def long_answer_streaming(
     settings: Settings, start_bot: StartBot, engine_for: StartEngine
-) -> None:
+) -> Streaming:
     settings = settings.model_copy(update={"max_tokens": 400})
     await engine_for(settings)
     discord_ = await start_bot(settings)
-
     question_id = discord_.ask(ASKER, LONG_QUESTION)
     request = await discord_.tap.request_from(ASKER)
     first_id = await discord_.first_reply(question_id)
     await answering(discord_, first_id)
-    discord_.react(ASKER, first_id)
-    shown = await discord_.finished(first_id)
-    end = (await discord_.tap.ending(request.session_id))[-1]
+    return Streaming(discord_, request, question_id, first_id)
+
+
+async def stopped(answer: Streaming) -> tuple[Shown, ReplyEvent]:
+    """What the answer shows once stopped, and its terminal event (the cancel seen on the wire)."""
+    discord_ = answer.discord_
+    shown = await discord_.finished(answer.first_id)
+    end = (await discord_.tap.ending(answer.request.session_id))[-1]
     await discord_.tap.until(lambda: bool(discord_.tap.cancels))
+    return shown, end
+
+
+async def test_the_askers_stop_on_the_answer_stops_generation(
+    settings: Settings, start_bot: StartBot, engine_for: StartEngine
+) -> None:
+    answer = await long_answer_streaming(settings, start_bot, engine_for)
+    discord_, request = answer.discord_, answer.request
+    discord_.react(ASKER, answer.first_id)
+    shown, end = await stopped(answer)
 
     assert [(c.session_id, c.user_id) for c in discord_.tap.cancels] == [
         (request.session_id, ASKER["id"])
@@ -466,20 +490,12 @@ async def test_the_askers_stop_on_the_answer_stops_generation(
 async def test_a_strangers_stop_does_nothing_and_a_managers_stop_on_the_question_works(
     settings: Settings, start_bot: StartBot, engine_for: StartEngine
 ) -> None:
-    settings = settings.model_copy(update={"max_tokens": 400})
-    await engine_for(settings)
-    discord_ = await start_bot(settings)
-
-    question_id = discord_.ask(ASKER, LONG_QUESTION)
-    request = await discord_.tap.request_from(ASKER)
-    first_id = await discord_.first_reply(question_id)
-    await answering(discord_, first_id)
-    discord_.react(STRANGER, first_id)
-    discord_.react(STRANGER, question_id)
-    discord_.react(MANAGER, question_id, roles=[MANAGER_ROLE_ID])
-    shown = await discord_.finished(first_id)
-    end = (await discord_.tap.ending(request.session_id))[-1]
-    await discord_.tap.until(lambda: bool(discord_.tap.cancels))
+    answer = await long_answer_streaming(settings, start_bot, engine_for)
+    discord_ = answer.discord_
+    discord_.react(STRANGER, answer.first_id)
+    discord_.react(STRANGER, answer.question_id)
+    discord_.react(MANAGER, answer.question_id, roles=[MANAGER_ROLE_ID])
+    shown, end = await stopped(answer)
 
     assert [c.user_id for c in discord_.tap.cancels] == [MANAGER["id"]]
     assert isinstance(end, Cancelled)
@@ -489,14 +505,8 @@ async def test_a_strangers_stop_does_nothing_and_a_managers_stop_on_the_question
 async def test_a_queued_request_stopped_shows_stopped_at_once_and_never_reaches_the_model(
     settings: Settings, start_bot: StartBot, engine_for: StartEngine
 ) -> None:
-    settings = settings.model_copy(update={"max_tokens": 400})
-    await engine_for(settings)
-    discord_ = await start_bot(settings)
-
-    running_id = discord_.ask(ASKER, LONG_QUESTION)
-    running = await discord_.tap.request_from(ASKER)
-    running_first = await discord_.first_reply(running_id)
-    await answering(discord_, running_first)
+    answer = await long_answer_streaming(settings, start_bot, engine_for)
+    discord_, running, running_first = answer.discord_, answer.request, answer.first_id
     queued_id = discord_.ask(STRANGER, "And what about dogs?")
     queued = await discord_.tap.request_from(STRANGER)
     placeholder_id = await discord_.first_reply(queued_id)
