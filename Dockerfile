@@ -40,6 +40,7 @@ COPY bots ./bots
 COPY broker ./broker
 COPY config ./config
 COPY engine ./engine
+COPY cli ./cli
 RUN pip install .
 
 

@@ -5,5 +5,6 @@ source "$(dirname "$0")/bootstrap.sh"
 bootstrap_venv "[test]"
 ensure_rabbitmq
 cd "$ROOT"
-"$VENV/bin/ruff" check bots broker engine config tests
+"$VENV/bin/ruff" check bots broker engine config cli tests
+"$VENV/bin/mypy"
 "$VENV/bin/python" -m pytest "$@"

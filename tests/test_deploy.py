@@ -19,7 +19,7 @@ import pytest
 import yaml
 from dotenv import dotenv_values
 
-from bots.cli import build_parser
+from cli.main import build_parser
 from config.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,6 +1,6 @@
 """``concierge bench {cancel,stream,queue}``: options, running one benchmark, showing it.
 
-Kept light to import (argparse only at the top): ``bots.cli`` builds its parser from here.
+Kept light to import (argparse only at the top): ``cli.main`` builds its parser from here.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ import logging
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from cli.benchmarks.cancel import CancelConfig
+    from cli.benchmarks.rig import BenchBackend
     from config.settings import Settings
-    from engine.benchmarks.rig import BenchBackend
 
 QUIET_LOGGERS = ("engine", "bots", "broker", "aio_pika", "aiormq")
 
@@ -49,17 +51,21 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def add_bench_parser(subcommands: Any) -> argparse.ArgumentParser:
     """Add ``bench`` and its three benchmarks to the ``concierge`` subcommands."""
-    bench = subcommands.add_parser(
+    bench: argparse.ArgumentParser = subcommands.add_parser(
         "bench", help="measure cancels, streaming and the queue (real broker and model)"
     )
-    kinds = bench.add_subparsers(dest="benchmark", required=True)
+    kinds = bench.add_subparsers(dest="benchmark", required=True, help="which benchmark")
 
     cancel = kinds.add_parser("cancel", help="stop time: cancel queue against request queue")
-    cancel.add_argument("--phase", choices=("decode", "prefill"), default="decode")
+    cancel.add_argument(
+        "--phase", choices=("decode", "prefill"), default="decode", help="when the cancel arrives"
+    )
     cancel.add_argument("--depths", type=_depths, help="queue depths (default 0,1,5,10,50)")
     cancel.add_argument("--repeat", type=_positive, help="runs per mode and depth")
     cancel.add_argument("--max-tokens", type=_positive, help="the running answer's limit")
-    cancel.add_argument("--tokens-before-cancel", type=_positive, default=8)
+    cancel.add_argument(
+        "--tokens-before-cancel", type=_positive, default=8, help="decode: cancel after these"
+    )
     cancel.add_argument("--filler-tokens", type=_positive, default=8, help="queued answers' limit")
     cancel.add_argument("--prompt-tokens", type=_positive, default=1800, help="prefill prompt")
     cancel.add_argument("--cancel-after", type=float, help="prefill: seconds after Started")
@@ -67,38 +73,49 @@ def add_bench_parser(subcommands: Any) -> argparse.ArgumentParser:
 
     stream = kinds.add_parser("stream", help="tokens/s: llama.cpp in process against pipeline")
     stream.add_argument("--repeat", type=_positive, default=3, help="pairs per prompt")
-    stream.add_argument("--max-tokens", type=_positive, default=128)
+    stream.add_argument("--max-tokens", type=_positive, default=128, help="each answer's limit")
     stream.add_argument("--prompts", type=_positive, default=3, help="distinct prompts (1-3+)")
     _common(stream)
 
     queue = kinds.add_parser("queue", help="a burst of requests; cancelled_sessions bounded")
-    queue.add_argument("-n", "--requests", type=_positive, default=200)
-    queue.add_argument("--max-tokens", type=_positive, default=8)
+    queue.add_argument("-n", "--requests", type=_positive, default=200, help="requests sent")
+    queue.add_argument("--max-tokens", type=_positive, default=8, help="each answer's limit")
     queue.add_argument("--bots", type=_positive, default=4, help="bot clients asking")
     queue.add_argument("--ttl", type=float, default=900.0, help="request time to live, s")
-    queue.add_argument("--cancels-published", type=int, default=5_000)
-    queue.add_argument("--cancels-added", type=int, default=100_000)
+    queue.add_argument(
+        "--cancels-published", type=int, default=5_000, help="cancels sent through the broker"
+    )
+    queue.add_argument(
+        "--cancels-added", type=int, default=100_000, help="added straight to cancelled_sessions"
+    )
     _common(queue)
     return bench
+
+
+@dataclass(frozen=True)
+class PhaseDefaults:
+    depths: tuple[int, ...]
+    repeat: int
+    max_tokens: int
 
 
 # Defaults that differ by phase: a decoding answer must outlast the cancel; a prefill run in
 # the request queue sits through the whole prompt, so it is run fewer times and kept short.
 PHASE_DEFAULTS = {
-    "decode": {"depths": (0, 1, 5, 10, 50), "repeat": 3, "max_tokens": 160},
-    "prefill": {"depths": (0, 5, 50), "repeat": 1, "max_tokens": 16},
+    "decode": PhaseDefaults(depths=(0, 1, 5, 10, 50), repeat=3, max_tokens=160),
+    "prefill": PhaseDefaults(depths=(0, 5, 50), repeat=1, max_tokens=16),
 }
 
 
-def cancel_config(args: argparse.Namespace) -> Any:
-    from engine.benchmarks.cancel import CancelConfig
+def cancel_config(args: argparse.Namespace) -> CancelConfig:
+    from cli.benchmarks.cancel import CancelConfig
 
     defaults = PHASE_DEFAULTS[args.phase]
     return CancelConfig(
         phase=args.phase,
-        depths=args.depths or defaults["depths"],
-        repeat=args.repeat or defaults["repeat"],
-        max_tokens=args.max_tokens or defaults["max_tokens"],
+        depths=args.depths or defaults.depths,
+        repeat=args.repeat or defaults.repeat,
+        max_tokens=args.max_tokens or defaults.max_tokens,
         tokens_before_cancel=args.tokens_before_cancel,
         filler_max_tokens=args.filler_tokens,
         prompt_tokens=args.prompt_tokens,
@@ -109,7 +126,7 @@ def cancel_config(args: argparse.Namespace) -> Any:
 async def run_benchmark(
     args: argparse.Namespace, settings: Settings, backend: BenchBackend
 ) -> dict[str, Any]:
-    from engine.benchmarks import cancel, queue, stream
+    from cli.benchmarks import cancel, queue, stream
 
     progress = _progress_printer()
     match args.benchmark:
@@ -149,18 +166,18 @@ def with_options(args: argparse.Namespace, settings: Settings) -> Settings:
     if args.threads is not None:
         update["threads"] = args.threads
     if getattr(args, "phase", None) == "prefill":  # the model's context is fixed when loaded
-        from engine.benchmarks.cancel import CancelConfig
+        from cli.benchmarks.cancel import CancelConfig
 
         update["context_size"] = max(settings.context_size, CancelConfig.context_size)
     return settings.model_copy(update=update)
 
 
-async def load_bench_backend(settings: Settings, *, cold: bool, filler_tokens: int) -> Any:
-    from engine.benchmarks.rig import BenchBackend
-    from engine.llm import load_backend
+async def load_bench_backend(settings: Settings, *, cold: bool, filler_tokens: int) -> BenchBackend:
+    from cli.benchmarks.rig import BenchBackend
+    from engine.llm import LlamaBackend
     from engine.main import model_options
 
-    inner = await asyncio.to_thread(load_backend, model_options(settings))
+    inner = await asyncio.to_thread(LlamaBackend, model_options(settings))
     return BenchBackend(inner, filler_max_tokens=filler_tokens, cold=cold)
 
 
@@ -183,8 +200,8 @@ async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
     """Run the chosen benchmark; print a table (or ``--json``) and draw ``--plot``."""
     from rich.console import Console
 
+    from cli.benchmarks import report
     from config.settings import ConfigError
-    from engine.benchmarks import report
 
     if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
         raise ConfigError("--plot: needs matplotlib (pip install 'concierge[plot]')")
@@ -204,7 +221,7 @@ async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run without the ``concierge`` wiring: ``python -m engine.benchmarks.cli cancel ...``."""
+    """Run without the ``concierge`` wiring: ``python -m cli.benchmarks.command cancel ...``."""
     from config.logging import setup_logging
     from config.settings import load_settings
 

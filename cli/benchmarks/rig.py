@@ -20,12 +20,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from bots.ask import Ask
 from bots.client import ConciergeClient
 from bots.session import Detached, ReplyTimeout, Session, StopRequested
 from broker.amqp import Broker
 from broker.protocol import TERMINAL_TYPES, ReplyEvent, Started, TokenEvent
 from config.settings import Settings
-from engine.llm import Backend, ChatMessage, GenerationLimits, ShouldStop
+from engine.llm import ChatMessage, GenerationLimits, LlamaBackend, ShouldStop
 from engine.main import run_engine
 from engine.worker import Worker
 
@@ -45,6 +46,7 @@ def bench_settings(settings: Settings, kb_dir: Path, **overrides: Any) -> Settin
     fields: dict[str, Any] = {
         "prefix": f"bench-{uuid.uuid4().hex[:12]}",
         "engine_name": "bench-engine",
+        "bot_name": "",  # one-off clients, however the user's bots are named
         "kb_path": kb_dir / "bench-kb.sqlite3",  # empty: prompts are the question alone
         "temperature": 0.0,
         "seed": 7,
@@ -69,26 +71,21 @@ class BenchBackend:
     - Filler requests (questions starting with ``FILLER_MARK``) are capped at
       ``filler_max_tokens``, so a queue fifty deep drains in seconds: the protocol has no
       per-request length, and the measured answer must keep the engine's own limit.
-    - ``cold``: the KV cache is forgotten before every measured request, so the same prompt
-      costs the same each time instead of being served from llama.cpp's prefix cache.
+    - ``cold``: the KV cache is forgotten (``LlamaBackend.reset``) before every measured
+      request, so the same prompt costs the same each time instead of being served from
+      llama.cpp's prefix cache.
     - The ``time.monotonic()`` of every piece the model yields is kept in ``piece_times``:
       the engine emits the piece at that moment, so arrival at the client minus this is what
       the broker and the reply consumer add.
     """
 
-    def __init__(self, inner: Backend, *, filler_max_tokens: int = 8, cold: bool = True) -> None:
+    def __init__(
+        self, inner: LlamaBackend, *, filler_max_tokens: int = 8, cold: bool = True
+    ) -> None:
         self.inner = inner
         self.filler_max_tokens = filler_max_tokens
         self.cold = cold
         self.piece_times: list[list[float]] = []  # one list per measured stream
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
-
-    def forget_cache(self) -> None:
-        llm = getattr(self.inner, "llm", None)
-        if llm is not None:
-            llm.reset()  # n_tokens = 0: the next prompt shares no prefix with the cache
 
     def stream(
         self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
@@ -98,7 +95,7 @@ class BenchBackend:
             yield from self.inner.stream(messages, should_stop, capped)
             return
         if self.cold:
-            self.forget_cache()
+            self.inner.reset()
         times: list[float] = []
         self.piece_times.append(times)
         for piece in self.inner.stream(messages, should_stop, limits):
@@ -213,7 +210,7 @@ class Rig:
     ) -> Trace:
         """Ask as ``user_id`` (each asker its own: the client caps questions per user)."""
         client = client or self.client
-        return Trace(await client.ask(question, user_id), client, timeout_s)
+        return Trace(await client.ask(Ask(question, user_id)), client, timeout_s)
 
     async def add_client(self) -> ConciergeClient:
         client = await ConciergeClient(self.settings, "bench").start()
@@ -254,7 +251,7 @@ async def running_rig(
 
 async def _tear_down(rig: Rig, stop: asyncio.Event, engine: asyncio.Task[Worker]) -> None:
     for client in rig.clients:
-        await client.close()  # their reply queues are exclusive: they go with the connection
+        await client.close()  # one-off clients: each deletes its (durable) reply queue
     stop.set()
     await engine
     async with Broker(rig.settings) as broker:

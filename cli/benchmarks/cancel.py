@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Literal
 
-from broker.protocol import Cancel, Cancelled, Done
-from config.settings import Settings
-from engine.benchmarks.rig import (
+from broker.amqp import Broker
+from broker.protocol import REQUEST_ROUTING_KEY, Cancel, Cancelled, Done
+from cli.benchmarks.rig import (
     FILLER_MARK,
     BenchBackend,
     BenchError,
@@ -29,6 +31,7 @@ from engine.benchmarks.rig import (
     running_rig,
     summarize,
 )
+from config.settings import Settings
 
 FIFO = "fifo"  # mode A: the cancel is published into the request queue
 CANCEL_QUEUE = "cancel_queue"  # mode B: the cancel goes on its own exchange and queue
@@ -88,8 +91,9 @@ async def _question_and_baseline(
 ) -> tuple[str, dict[str, Any] | None]:
     if config.phase == "decode":
         return STORY_PROMPT, None
-    question = long_prompt(rig.backend, config.prompt_tokens)
-    prompt_tokens = rig.backend.count_tokens(question)
+    count_tokens = token_counter(rig.settings.resolved_model_path())
+    question = long_prompt(count_tokens, config.prompt_tokens)
+    prompt_tokens = count_tokens(question)
     progress(f"prefill baseline: {prompt_tokens} prompt tokens, no cancel")
     baseline = await measure_prefill(rig, question, config.baseline_runs)
     baseline["prompt_tokens"] = prompt_tokens
@@ -97,14 +101,27 @@ async def _question_and_baseline(
     return question, baseline
 
 
-def long_prompt(backend: BenchBackend, target_tokens: int) -> str:
+def token_counter(model_path: Path) -> Callable[[str], int]:
+    """How many tokens the model makes of a text, from its vocabulary alone (no weights, no
+    context worth the name: the engine's model is left alone)."""
+    from llama_cpp import Llama
+
+    vocabulary = Llama(model_path=str(model_path), vocab_only=True, verbose=False)
+
+    def count_tokens(text: str) -> int:
+        return len(vocabulary.tokenize(text.encode(), add_bos=False, special=False))
+
+    return count_tokens
+
+
+def long_prompt(count_tokens: Callable[[str], int], target_tokens: int) -> str:
     """A ledger of plain sentences, grown until it holds about ``target_tokens`` tokens."""
     lines: list[str] = []
-    tokens = backend.count_tokens(PREFILL_QUESTION)
+    tokens = count_tokens(PREFILL_QUESTION)
     while tokens < target_tokens:
         line = f"Entry {len(lines) + 1}. {LEDGER_SENTENCES[len(lines) % len(LEDGER_SENTENCES)]}"
         lines.append(line)
-        tokens += backend.count_tokens(line + "\n")
+        tokens += count_tokens(line + "\n")
     return "\n".join(lines) + "\n\n" + PREFILL_QUESTION
 
 
@@ -182,7 +199,10 @@ async def measure_once(
     tokens_before, ended_before = target.tokens, target.terminal is not None
     published_at = time.monotonic()
     cancel = Cancel(session_id=target.session_id, sent_at=time.time(), user_id="bench")
-    await rig.client.broker.send_cancel(cancel, fifo_trap=mode == FIFO)
+    if mode == FIFO:
+        await send_into_the_request_queue(rig.client.broker, cancel)
+    else:
+        await rig.client.broker.send_cancel(cancel)
     end = await target.end()
     if mode == CANCEL_QUEUE:  # after measuring: clear the queue quickly for the next run
         for filler in fillers:
@@ -209,6 +229,13 @@ async def measure_once(
         "engine_stop_latency_s": end.stop_latency_s if isinstance(end, Cancelled) else None,
         "fillers": _count(filler.type for filler in filler_ends),
     }
+
+
+async def send_into_the_request_queue(broker: Broker, cancel: Cancel) -> None:
+    """Mode A: the cancel joins the request queue, behind every waiting request (the FIFO
+    trap, the design this project avoids; the engine honours a cancel found there)."""
+    exchange, ttl_s = broker.names.request_exchange, broker.settings.request_ttl_s
+    await broker.publish(cancel, exchange, REQUEST_ROUTING_KEY, ttl_s)
 
 
 async def _queue_fillers(rig: Rig, depth: int) -> list[Trace]:

@@ -15,8 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from broker.protocol import Cancel, ReplyEvent, Started, new_session_id
-from config.settings import Settings
-from engine.benchmarks.rig import (
+from cli.benchmarks.rig import (
     BenchBackend,
     BenchError,
     Progress,
@@ -27,6 +26,7 @@ from engine.benchmarks.rig import (
     running_rig,
     summarize,
 )
+from config.settings import Settings
 
 PUBLISH_BATCH = 500
 CANCELS_SEEN_TIMEOUT_S = 300.0

@@ -13,8 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from broker.protocol import Done
-from config.settings import Settings
-from engine.benchmarks.rig import (
+from cli.benchmarks.rig import (
     BenchBackend,
     BenchError,
     Progress,
@@ -23,7 +22,9 @@ from engine.benchmarks.rig import (
     running_rig,
     summarize,
 )
-from engine.llm import ChatMessage, GenerationLimits
+from config.settings import Settings
+from engine.llm import GenerationLimits
+from engine.prompt import chat_messages
 
 IN_PROCESS = "in_process"
 PIPELINE = "pipeline"
@@ -104,9 +105,10 @@ def _rate(times: list[float]) -> float | None:
 
 
 async def measure_in_process(rig: Rig, question: str) -> dict[str, Any]:
-    """``stream`` called directly in a thread, the messages built as the engine builds them."""
+    """``stream`` called directly in a thread, with the messages the engine builds (its
+    knowledge base is empty: no articles)."""
     settings, backend = rig.settings, rig.backend
-    messages = [ChatMessage("system", settings.system_prompt), ChatMessage("user", question)]
+    messages = chat_messages(settings.system_prompt, question)
     limits = GenerationLimits(settings.max_tokens, settings.temperature)
 
     def generate() -> tuple[float, list[str]]:
