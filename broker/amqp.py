@@ -6,7 +6,9 @@ Channels by role:
 - ``requests``: consumes the request queue with ``prefetch_count=1`` (one job at a time).
 - ``control``: consumes cancels, expired requests and replies, never behind a request.
 
-The connection is robust: after a drop aio-pika reconnects and re-declares what was declared
+Consumers get decoded protocol messages in an ``Envelope``, never an aio-pika message: a
+message that does not decode is dead-lettered here, on every queue, and its consumer never sees
+it. The connection is robust: after a drop aio-pika reconnects and re-declares what was declared
 here and restarts the consumers. Nothing here purges; the engine purges once, from ``main()``.
 """
 
@@ -17,7 +19,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Literal
+from functools import partial
+from typing import Generic, Literal, TypeVar
 
 import aio_pika
 from aio_pika.abc import (
@@ -36,7 +39,6 @@ from aiormq.exceptions import (
     ChannelLockedResource,
     ChannelNotFoundEntity,
 )
-from pydantic import BaseModel
 from yarl import URL
 
 from broker.protocol import (
@@ -46,15 +48,19 @@ from broker.protocol import (
     TERMINAL_TYPES,
     Cancel,
     Names,
+    ProtocolError,
+    ReplyEvent,
     Request,
+    decode_cancel,
+    decode_event,
+    decode_request,
     encode,
 )
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
-Delivery = AbstractIncomingMessage
-Handler = Callable[[Delivery], Awaitable[None]]
+M = TypeVar("M")
 
 DEAD_QUEUE_MAX_LENGTH = 10_000
 IDLE_QUEUE_EXPIRES_MS = 3_600_000  # a cancel queue nobody uses is dropped after an hour
@@ -78,6 +84,53 @@ def safe_url(url: str) -> str:
     return str(parsed.with_password("***")) if parsed.password else str(parsed)
 
 
+@dataclass(frozen=True)
+class Envelope(Generic[M]):
+    """A decoded message and what its consumer may do with it; aio-pika stays in this module."""
+
+    message: M
+    redelivered: bool  # the broker gave it out before and it was never settled
+    ack: Callable[[], Awaitable[None]]
+    requeue: Callable[[], Awaitable[None]]  # hand it back to the queue for another consumer
+
+
+Handler = Callable[[Envelope[M]], Awaitable[None]]
+Decoder = Callable[[AbstractIncomingMessage], M]
+
+
+def _request_or_cancel(incoming: AbstractIncomingMessage) -> Request | Cancel:
+    """A cancel can be found in the request queue (the FIFO trap, docs/protocol.md): its AMQP
+    ``type`` says so."""
+    if incoming.type == "cancel":
+        return decode_cancel(incoming.body, incoming.content_type)
+    return decode_request(incoming.body, incoming.content_type)
+
+
+def _request(incoming: AbstractIncomingMessage) -> Request:
+    return decode_request(incoming.body, incoming.content_type)
+
+
+def _cancel(incoming: AbstractIncomingMessage) -> Cancel:
+    return decode_cancel(incoming.body, incoming.content_type)
+
+
+def _event(incoming: AbstractIncomingMessage) -> ReplyEvent:
+    return decode_event(incoming.body, incoming.content_type)
+
+
+def _outgoing(message: Request | Cancel, ttl_s: float) -> aio_pika.Message:
+    """A bot-to-engine message with its protocol properties: persistent, typed, with a TTL."""
+    return aio_pika.Message(
+        encode(message),
+        content_type=CONTENT_TYPE,
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        expiration=timedelta(seconds=ttl_s),
+        message_id=message.session_id,
+        reply_to=message.reply_to if isinstance(message, Request) else None,
+        type=message.type,
+    )
+
+
 class Broker:
     """A robust connection to RabbitMQ with Concierge's topology declared on it."""
 
@@ -89,7 +142,8 @@ class Broker:
         self._stream: AbstractRobustChannel | None = None
         self._control: AbstractRobustChannel | None = None
         self._requests_channel: AbstractRobustChannel | None = None
-        self._exchanges: dict[str, AbstractExchange] = {}
+        self._confirmed_exchanges: dict[str, AbstractExchange] = {}  # by name
+        self._reply_exchange: AbstractExchange | None = None  # on the channel without confirms
         self._request_consumer: tuple[AbstractQueue, str] | None = None
         self._reply_consumer: tuple[AbstractQueue, str] | None = None
         self._request_queue: AbstractQueue | None = None
@@ -129,8 +183,7 @@ class Broker:
         return self._connection
 
     async def _channel(self, *, publisher_confirms: bool) -> AbstractRobustChannel:
-        channel = await self.connection.channel(publisher_confirms=publisher_confirms)
-        return channel  # type: ignore[return-value]
+        return await self.connection.channel(publisher_confirms=publisher_confirms)
 
     # --- topology -----------------------------------------------------------------------
 
@@ -144,11 +197,10 @@ class Broker:
         await channel.declare_exchange(names.reply_exchange, direct, durable=True)
         cancel_x = await channel.declare_exchange(names.cancel_exchange, fanout, durable=True)
         assert self._stream is not None
-        stream_reply_x = await self._stream.get_exchange(names.reply_exchange, ensure=False)
-        self._exchanges = {
-            "request": request_x,
-            "cancel": cancel_x,
-            "stream_reply": stream_reply_x,  # the reply exchange on the channel without confirms
+        self._reply_exchange = await self._stream.get_exchange(names.reply_exchange, ensure=False)
+        self._confirmed_exchanges = {
+            names.request_exchange: request_x,
+            names.cancel_exchange: cancel_x,
         }
 
         requests = await self._declare_request_queue(channel)
@@ -177,70 +229,55 @@ class Broker:
 
     async def send_request(self, request: Request) -> None:
         """Publish a persistent, confirmed request whose AMQP TTL matches its deadline."""
-        ttl = max(request.deadline - request.sent_at, 0.001)
-        message = aio_pika.Message(
-            encode(request),
-            content_type=CONTENT_TYPE,
-            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-            expiration=timedelta(seconds=ttl),
-            message_id=request.session_id,
-            reply_to=request.reply_to,
-            type=request.type,
-        )
+        ttl_s = max(request.deadline - request.sent_at, 0.001)
         try:
-            await self._publish(
-                self._confirm, self._exchanges["request"], message, REQUEST_ROUTING_KEY
-            )
+            await self.publish(request, self.names.request_exchange, REQUEST_ROUTING_KEY, ttl_s)
         except DeliveryError:  # nacked: x-max-length with reject-publish
             raise QueueFull("the request queue is full") from None
 
-    async def send_cancel(self, cancel: Cancel, *, fifo_trap: bool = False) -> None:
-        """Publish a cancel on the cancel exchange, which no queued request can delay.
+    async def send_cancel(self, cancel: Cancel) -> None:
+        """Publish a cancel on the cancel exchange, which no queued request can delay."""
+        await self.publish(cancel, self.names.cancel_exchange, "", self.settings.request_ttl_s)
 
-        ``fifo_trap=True`` puts it in the request queue instead, behind every waiting request:
-        the design this project avoids, kept only so ``concierge bench cancel`` can compare.
-        """
-        message = aio_pika.Message(
-            encode(cancel),
-            content_type=CONTENT_TYPE,
-            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
-            expiration=timedelta(seconds=self.settings.request_ttl_s),
-            message_id=cancel.session_id,
-            type=cancel.type,
+    async def publish(
+        self, message: Request | Cancel, exchange: str, routing_key: str, ttl_s: float
+    ) -> None:
+        """Publish a bot-to-engine message, persistent and confirmed, to the exchange named
+        ``exchange`` (the request or the cancel exchange); ``send_request`` and ``send_cancel``
+        say where the protocol puts each."""
+        await self._publish(
+            self._confirm,
+            self._confirmed_exchanges[exchange],
+            _outgoing(message, ttl_s),
+            routing_key,
         )
-        if fifo_trap:
-            exchange, routing_key = self._exchanges["request"], REQUEST_ROUTING_KEY
-        else:
-            exchange, routing_key = self._exchanges["cancel"], ""
-        await self._publish(self._confirm, exchange, message, routing_key)
 
-    async def send_event(self, event: BaseModel, reply_to: str) -> None:
+    async def send_event(self, event: ReplyEvent, reply_to: str) -> None:
         """Publish a reply event to the asking bot's queue, without waiting for a confirm."""
-        event_type = str(getattr(event, "type", ""))
-        persistent = event_type in TERMINAL_TYPES
         message = aio_pika.Message(
             encode(event),
             content_type=CONTENT_TYPE,
             delivery_mode=(
                 aio_pika.DeliveryMode.PERSISTENT
-                if persistent
+                if event.type in TERMINAL_TYPES
                 else aio_pika.DeliveryMode.NOT_PERSISTENT
             ),
-            correlation_id=str(getattr(event, "session_id", "")),
-            type=event_type,
+            correlation_id=event.session_id,
+            type=event.type,
         )
         # Waits for the channel if a reconnect is restoring it (the request channel may be
         # back first and hand over a redelivery whose answer must not be lost).
-        await self._publish(self._stream, self._exchanges["stream_reply"], message, reply_to)
+        assert self._reply_exchange is not None
+        await self._publish(self._stream, self._reply_exchange, message, reply_to)
 
-    async def send_dead(self, delivery: Delivery, reason: str) -> None:
+    async def _bury(self, incoming: AbstractIncomingMessage, reason: str) -> None:
         """Park a message we cannot use in the dead-letter queue, with the reason in a header."""
-        headers = dict(delivery.headers or {})
+        headers = dict(incoming.headers or {})
         headers[ERROR_HEADER] = reason[:500]
-        headers["x-concierge-source"] = delivery.routing_key or ""
+        headers["x-concierge-source"] = incoming.routing_key or ""
         message = aio_pika.Message(
-            delivery.body,
-            content_type=delivery.content_type,
+            incoming.body,
+            content_type=incoming.content_type,
             headers=headers,
             delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
         )
@@ -277,10 +314,14 @@ class Broker:
         declared = await self._request_queue.declare()  # a fresh count, not a cached one
         return declared.message_count or 0
 
-    async def take_waiting_request(self) -> Delivery | None:
-        """One waiting request, or None once the queue is empty (the startup purge uses it)."""
+    async def take_waiting_request(self) -> Envelope[Request | Cancel] | None:
+        """One waiting message, or None once the queue is empty (the startup purge uses it)."""
         assert self._request_queue is not None
-        return await self._request_queue.get(no_ack=False, fail=False)
+        while (incoming := await self._request_queue.get(no_ack=False, fail=False)) is not None:
+            envelope = await self._open(incoming, _request_or_cancel)
+            if envelope is not None:
+                return envelope
+        return None
 
     async def reply_queue_exists(self, bot_id: str) -> bool:
         """Whether the bot ``bot_id`` still has its reply queue."""
@@ -289,12 +330,43 @@ class Broker:
 
     # --- consuming ----------------------------------------------------------------------
 
-    async def consume_requests(self, handler: Handler) -> None:
-        """Deliver requests one at a time (``prefetch_count=1``) on a channel of their own."""
+    async def _open(
+        self, incoming: AbstractIncomingMessage, decode: Decoder[M]
+    ) -> Envelope[M] | None:
+        """The decoded message in its envelope; or None once a message that is not valid
+        protocol is parked in the dead-letter queue with the reason, and acknowledged (the
+        rule for every queue we consume, docs/protocol.md "Bad input")."""
+        try:
+            message = decode(incoming)
+        except ProtocolError as error:
+            log.warning("malformed message on %s: %s", incoming.routing_key, error.reason)
+            await self._bury(incoming, error.reason)
+            await incoming.ack()
+            return None
+        requeue = partial(incoming.reject, requeue=True)
+        return Envelope(message, bool(incoming.redelivered), incoming.ack, requeue)
+
+    def _opening(
+        self, decode: Decoder[M], handler: Handler[M]
+    ) -> Callable[[AbstractIncomingMessage], Awaitable[None]]:
+        """An aio-pika consumer callback that hands ``handler`` decoded messages only."""
+
+        async def on_message(incoming: AbstractIncomingMessage) -> None:
+            envelope = await self._open(incoming, decode)
+            if envelope is not None:
+                await handler(envelope)
+
+        return on_message
+
+    async def consume_requests(self, handler: Handler[Request | Cancel]) -> None:
+        """Deliver requests one at a time (``prefetch_count=1``) on a channel of their own.
+
+        A cancel may be found here too (the FIFO trap): the handler decides what to do."""
         self._requests_channel = await self._channel(publisher_confirms=False)
         await self._requests_channel.set_qos(prefetch_count=1)
         queue = await self._declare_request_queue(self._requests_channel)
-        self._request_consumer = (queue, await queue.consume(handler))
+        tag = await queue.consume(self._opening(_request_or_cancel, handler))
+        self._request_consumer = (queue, tag)
 
     async def pause_requests(self) -> None:
         """Stop taking requests (a graceful shutdown); waiting ones stay in the queue."""
@@ -303,7 +375,7 @@ class Broker:
             self._request_consumer = None
             await queue.cancel(tag)
 
-    async def consume_cancels(self, engine_name: str, handler: Handler) -> None:
+    async def consume_cancels(self, engine_name: str, handler: Handler[Cancel]) -> None:
         """One durable cancel queue per engine worker, bound to the cancel fanout."""
         assert self._control is not None
         queue = await self._control.declare_queue(
@@ -315,15 +387,17 @@ class Broker:
             },
         )
         await queue.bind(self.names.cancel_exchange)
-        await queue.consume(handler)
+        await queue.consume(self._opening(_cancel, handler))
 
-    async def consume_expired(self, handler: Handler) -> None:
+    async def consume_expired(self, handler: Handler[Request]) -> None:
         """Requests whose TTL ran out in the queue, so the engine can tell their askers."""
         assert self._control is not None
         queue = await self._control.declare_queue(self.names.expired_queue, durable=True)
-        await queue.consume(handler)
+        await queue.consume(self._opening(_request, handler))
 
-    async def consume_replies(self, bot_id: str, handler: Handler, *, keep_s: float) -> None:
+    async def consume_replies(
+        self, bot_id: str, handler: Handler[ReplyEvent], *, keep_s: float
+    ) -> None:
         """The bot process's own reply queue: durable, so the terminal events (persistent) of
         its answers survive a broker restart or a reconnect; RabbitMQ drops it once it has
         had no consumer for ``keep_s``."""
@@ -339,7 +413,7 @@ class Broker:
         if queue.declaration_result.consumer_count:
             raise ReplyQueueTaken(f"another process consumes {queue.name}")
         await queue.bind(self.names.reply_exchange, routing_key=bot_id)
-        self._reply_consumer = (queue, await queue.consume(handler))
+        self._reply_consumer = (queue, await queue.consume(self._opening(_event, handler)))
 
     async def stop_replies(self) -> None:
         """Stop taking reply events: those not yet delivered stay queued for the next process
@@ -395,6 +469,7 @@ async def peek_queues(settings: Settings, names: list[str]) -> list[QueuePeek]:
 async def _peek(connection: AbstractConnection, name: str) -> QueuePeek:
     """A failed passive declare closes its channel, hence a throwaway channel per queue."""
     channel = await connection.channel(publisher_confirms=False)
+    queue: AbstractQueue
     try:
         if isinstance(channel, AbstractRobustChannel):  # never to be re-declared on reconnect
             queue = await channel.declare_queue(name, passive=True, robust=False)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-PROTOCOL_VERSION = 2  # 2: requests carry a context, echoed in events; token events batch
+PROTOCOL_VERSION: Final = 2  # 2: requests carry a context, echoed in events; token events batch
 CONTENT_TYPE = "application/json"
 MAX_BODY_BYTES = 64 * 1024
 MAX_QUESTION_CHARS = 16_000

@@ -39,8 +39,6 @@ class Backend(Protocol):
         """Yield the answer piece by piece; stop early once ``should_stop()`` is true."""
         ...
 
-    def count_tokens(self, text: str) -> int: ...
-
 
 @dataclass(frozen=True)
 class ModelOptions:
@@ -80,7 +78,7 @@ class LlamaBackend:
     def _install_abort_callback(self) -> None:
         import llama_cpp
 
-        @llama_cpp.ggml_abort_callback  # type: ignore[misc]
+        @llama_cpp.ggml_abort_callback  # type: ignore[untyped-decorator]  # llama_cpp is untyped
         def abort(_data: ctypes.c_void_p) -> bool:
             return bool(self._should_stop())
 
@@ -98,9 +96,6 @@ class LlamaBackend:
 
         callback = self._abort if on else llama_cpp.ggml_abort_callback()  # a NULL pointer
         llama_cpp.llama_set_abort_callback(self.llm.ctx, callback, None)
-
-    def count_tokens(self, text: str) -> int:
-        return len(self.llm.tokenize(text.encode(), add_bos=False, special=False))
 
     def stream(
         self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
@@ -123,17 +118,20 @@ class LlamaBackend:
         except RuntimeError as error:
             if "llama_decode returned 2" not in str(error):
                 raise
-            self._reset_context()
+            self.reset()  # the aborted decode left the context half-filled
             raise GenerationStopped from None
         finally:
             self._watch_compute(False)
             self._should_stop = lambda: False
 
-    def _reset_context(self) -> None:
-        """After an aborted decode the context is half-filled; forget it entirely."""
+    def reset(self) -> None:
+        """Forget everything the context holds: the next prompt is processed in full, sharing
+        no prefix with the last (llama.cpp otherwise reuses the matching prefix). Needed after
+        an aborted decode; ``concierge bench`` also calls it so a repeated prompt costs the same.
+        Not while ``stream`` runs."""
         import llama_cpp
 
-        self.llm.reset()
+        self.llm.reset()  # type: ignore[no-untyped-call]  # llama_cpp leaves it unannotated
         memory = llama_cpp.llama_get_memory(self.llm.ctx)
         llama_cpp.llama_memory_clear(memory, True)
 

@@ -9,7 +9,6 @@ from broker.amqp import Broker
 from config.settings import Settings
 from engine.llm import Backend, ModelOptions, load_backend
 from engine.metrics import EngineMetrics, serve_metrics
-from engine.site_knowledge import SiteKnowledge
 from engine.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -37,19 +36,12 @@ async def run_engine(
     off): a reconnect later re-declares the topology but never purges.
     """
     metrics = EngineMetrics(settings.engine_name)
-    backend = backend or await asyncio.to_thread(load_backend, model_options(settings))
+    if backend is None:
+        backend = await asyncio.to_thread(load_backend, model_options(settings))
     metrics.model_loaded = True
     async with Broker(settings) as broker:
         metrics.watch(broker)
-        knowledge = SiteKnowledge(settings)
-        worker = Worker(
-            settings,
-            broker,
-            backend,
-            build_prompt=knowledge.build_prompt,
-            rescrape=knowledge.rescrape,
-            metrics=metrics,
-        )
+        worker = Worker(settings, broker, backend, metrics=metrics)
         if settings.purge_on_start:
             purged = await worker.purge_stale()
             log.info("purged %d stale request(s) at startup", purged)

@@ -7,10 +7,20 @@ import logging
 import threading
 from collections.abc import Callable
 from contextlib import suppress
-from typing import Any
+from typing import TypedDict
 
 from broker.amqp import Broker
-from broker.protocol import Request, TokenEvent
+from broker.protocol import (
+    Cancelled,
+    Done,
+    Expired,
+    Failed,
+    Progress,
+    ReplyEvent,
+    Request,
+    Started,
+    TokenEvent,
+)
 
 log = logging.getLogger(__name__)
 
@@ -20,14 +30,26 @@ RESTARTED = "the engine restarted before answering; please ask again"
 STOPPED_BY_USER = "stopped"
 
 
+class EventHeader(TypedDict):
+    """The fields every reply event of one request starts with: ``Done(**header, ...)``."""
+
+    session_id: str
+    seq: int
+    context: dict[str, str]
+
+
 class Replies:
-    """The reply stream of one request: numbers every event and routes it to the asker."""
+    """The reply stream of one request: numbers every event and routes it to the asker.
+
+    One method per event type, so each field is checked where the event is made; a terminal
+    event built elsewhere (``engine.ending``) takes its ``header()`` and goes out by ``send``.
+    """
 
     def __init__(
         self,
         broker: Broker,
         request: Request,
-        on_event: Callable[[Any], None] | None = None,
+        on_event: Callable[[ReplyEvent], None] | None = None,
     ) -> None:
         self.broker = broker
         self.on_event = on_event  # the engine's metrics: sees every event sent
@@ -37,11 +59,46 @@ class Replies:
         self._seq = 0
         self._send_failed = False
 
-    async def send(self, event_class: type[Any], **fields: Any) -> None:
-        event = event_class(
-            session_id=self.session_id, seq=self._seq, context=self.context, **fields
-        )
+    def header(self) -> EventHeader:
+        """The header of the next event; send that event before asking for another."""
+        header = EventHeader(session_id=self.session_id, seq=self._seq, context=self.context)
         self._seq += 1
+        return header
+
+    async def started(self, waited_s: float) -> None:
+        await self.send(Started(**self.header(), waited_s=waited_s))
+
+    async def tokens(self, text: str, count: int) -> None:
+        """``count`` model tokens in ``text``; 0 for text the engine adds (the sources)."""
+        await self.send(TokenEvent(**self.header(), text=text, tokens=count))
+
+    async def progress(self, text: str, counts: dict[str, int]) -> None:
+        await self.send(Progress(**self.header(), text=text, counts=counts))
+
+    async def done(self, text: str, elapsed_s: float) -> None:
+        """A job without model tokens is done (a rescrape)."""
+        done = Done(
+            **self.header(),
+            text=text,
+            tokens=0,
+            ttft_s=None,
+            tokens_per_s=None,
+            elapsed_s=elapsed_s,
+        )
+        await self.send(done)
+
+    async def cancelled(self, text: str = "") -> None:
+        """Stopped before the model ran (or a job without model tokens)."""
+        await self.send(Cancelled(**self.header(), text=text))
+
+    async def failed(self, reason: str, text: str = "") -> None:
+        await self.send(Failed(**self.header(), reason=reason, text=text))
+
+    async def expired(self, reason: str) -> None:
+        await self.send(Expired(**self.header(), reason=reason))
+
+    async def send(self, event: ReplyEvent) -> None:
+        """Publish ``event``, made with this stream's ``header()``; a lost asker is logged once."""
         if self.on_event is not None:
             self.on_event(event)
         try:
@@ -97,7 +154,7 @@ class TokenRelay:
             self._wake.clear()
             while pieces := self._take():
                 for batch in self._batches(pieces, first):
-                    await self.replies.send(TokenEvent, text="".join(batch), tokens=len(batch))
+                    await self.replies.tokens("".join(batch), len(batch))
                 first = False
                 with suppress(TimeoutError):  # the pause ends early when the answer does
                     await asyncio.wait_for(self._closing.wait(), self.batch_s)

@@ -19,13 +19,13 @@ import pytest
 from rich.console import Console
 
 from broker.amqp import Broker
+from cli.benchmarks import report
+from cli.benchmarks.cancel import CANCEL_QUEUE, FIFO, CancelConfig, run_cancel
+from cli.benchmarks.command import add_bench_parser, bench_command
+from cli.benchmarks.queue import QueueConfig, run_queue
+from cli.benchmarks.rig import SCHEMA_VERSION, BenchBackend, summarize
+from cli.benchmarks.stream import IN_PROCESS, PIPELINE, StreamConfig, run_stream
 from config.settings import Settings, load_settings
-from engine.benchmarks import report
-from engine.benchmarks.cancel import CANCEL_QUEUE, FIFO, CancelConfig, run_cancel
-from engine.benchmarks.cli import add_bench_parser, bench_command
-from engine.benchmarks.queue import QueueConfig, run_queue
-from engine.benchmarks.rig import SCHEMA_VERSION, BenchBackend, summarize
-from engine.benchmarks.stream import IN_PROCESS, PIPELINE, StreamConfig, run_stream
 from engine.llm import Backend
 
 STATS_KEYS = {"median", "p95", "min", "max", "n"}
@@ -176,7 +176,7 @@ async def test_bench_command_prints_one_json_document_and_draws(
 def test_plot_without_matplotlib_fails_at_once_naming_the_extra(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from bots.cli import EXIT_CONFIG, main
+    from cli.main import EXIT_CONFIG, main
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
     assert main(["bench", "stream", "--plot", str(tmp_path / "stream.png")]) == EXIT_CONFIG

@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from bots.ask import Ask
 from bots.client import ConciergeClient
 from broker.protocol import Cancelled, Done
 from config.logging import session_context, setup_logging
@@ -75,7 +76,7 @@ async def test_metrics_show_an_answered_request(
     before = await scrape(server)
     assert [value(before, "concierge_requests_total", outcome=o) for o in OUTCOMES] == [0] * 4
 
-    session = await client.ask("What is the capital of France?", user_id="u1")
+    session = await client.ask(Ask("What is the capital of France?", "u1"))
     done = (await collect(session))[-1]
     assert isinstance(done, Done) and done.ttft_s is not None and done.tokens_per_s is not None
 
@@ -98,9 +99,9 @@ async def test_metrics_show_an_answered_request(
 async def test_metrics_show_the_queue_depth_and_cancels(
     long_server: MetricsServer, client: ConciergeClient
 ) -> None:
-    running = await client.ask(LONG_QUESTION, user_id="u1")
+    running = await client.ask(Ask(LONG_QUESTION, "u1"))
     await wait_for_tokens(running, 3)
-    queued = [await client.ask(f"Say hello {i}.", user_id=f"u{i + 2}") for i in range(2)]
+    queued = [await client.ask(Ask(f"Say hello {i}.", f"u{i + 2}")) for i in range(2)]
     during = await scrape(long_server)
     assert value(during, "concierge_request_queue_depth") == 2  # read from the broker now
 
@@ -182,7 +183,7 @@ def json_lines(stream: io.StringIO) -> list[dict[str, Any]]:
 async def test_engine_log_lines_of_a_request_carry_its_session_id(
     log_lines: io.StringIO, engine: RunningEngine, client: ConciergeClient
 ) -> None:
-    session = await client.ask("What is the capital of France?", user_id="u1")
+    session = await client.ask(Ask("What is the capital of France?", "u1"))
     await collect(session)
     lines = json_lines(log_lines)
     started = [line for line in lines if line["message"] == "started (ask)"]

@@ -12,7 +12,7 @@ ELLIPSIS = "…"
 
 def select_passages(passages: list[Passage], max_chars: int) -> list[Passage]:
     """The passages that fit in ``max_chars`` once rendered, best first; the last one may be
-    cut short. Give these to both ``build_prompt_context`` and ``format_sources``."""
+    cut short. Choose once, then give these to both ``render_passages`` and ``format_sources``."""
     chosen: list[Passage] = []
     used = 0
     for number, passage in enumerate(passages, start=1):
@@ -28,9 +28,9 @@ def select_passages(passages: list[Passage], max_chars: int) -> list[Passage]:
     return chosen
 
 
-def build_prompt_context(passages: list[Passage], max_chars: int) -> str:
-    """The numbered passages, each headed by its title and link, in at most ``max_chars``."""
-    chosen = select_passages(passages, max_chars)
+def render_passages(chosen: list[Passage]) -> str:
+    """The numbered passages, each headed by its title and link: as long as ``select_passages``
+    allowed when they came from it."""
     return SEPARATOR.join(
         _header(number, passage) + passage.text for number, passage in enumerate(chosen, 1)
     )

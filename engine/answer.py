@@ -1,0 +1,132 @@
+"""The answer job: the prompt, the token loop in a thread, tokens relayed as they come, then the
+sources and the terminal event. The worker runs one at a time: the model serves one answer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from broker.protocol import Request
+from config.settings import Settings
+from engine.cancelled import CancelledSessions
+from engine.ending import ending_event
+from engine.generation import Generation, run_token_loop
+from engine.llm import Backend, ChatMessage, GenerationLimits
+from engine.prompt import SitePrompts
+from engine.replies import Replies, TokenRelay
+
+log = logging.getLogger(__name__)
+
+ASKER_CHECK_INTERVAL_S = 2.0
+
+AskerPresent = Callable[[str], Awaitable[bool]]  # does the reply queue of this bot id exist?
+
+
+class AnswerJob:
+    """Answers a question with the model, from the site's articles."""
+
+    acks_at_start = False  # acknowledged once answered; handed back if a shutdown cut it short
+
+    def __init__(
+        self,
+        settings: Settings,
+        backend: Backend,
+        cancelled: CancelledSessions,
+        asker_present: AskerPresent,
+    ) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.cancelled = cancelled
+        self.asker_present = asker_present
+        self.prompts = SitePrompts(settings)
+        self.limits = GenerationLimits(settings.max_tokens, settings.temperature)
+        self._current: Generation | None = None
+
+    def refusal(self) -> str | None:
+        return None  # the model takes any question the worker lets through
+
+    def abandon(self) -> None:
+        """The engine is stopping and will not wait: the running answer stops at its next token."""
+        if self._current is not None:
+            self._current.abandoned = True
+
+    async def run(self, request: Request, replies: Replies) -> bool:
+        """Answer to a terminal event; False if a shutdown cut it short."""
+        limit_s = self.settings.answer_time_limit_s
+        generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
+        prompt = self.prompts.build(request)
+        relay = TokenRelay(replies, self.settings.token_batch_s)
+        try:
+            await self._generate(prompt.messages, generation, relay, request.reply_to)
+        except Exception as error:
+            log.exception("generation failed")
+            await relay.close()
+            await replies.failed(f"generation failed: {error}", text=generation.text)
+            return True
+        await relay.close()
+        if prompt.appendix and generation.finished_naturally:
+            generation.appendix = prompt.appendix  # the links of the articles it was given
+            await replies.tokens(prompt.appendix, count=0)
+        cancel_received_at = self.cancelled.received_at(generation.session_id)
+        await replies.send(
+            ending_event(
+                generation,
+                replies.header(),
+                cancel_received_at=cancel_received_at,
+                time_limit_s=limit_s,
+            )
+        )
+        return not generation.abandoned
+
+    async def _generate(
+        self,
+        messages: list[ChatMessage],
+        generation: Generation,
+        relay: TokenRelay,
+        reply_to: str,
+    ) -> None:
+        """Run the token loop in a thread until it ends, watching that the asker is still there."""
+        self._current = generation
+        thread = asyncio.ensure_future(
+            asyncio.to_thread(
+                run_token_loop,
+                self.backend,
+                messages,
+                generation,
+                self.cancelled,
+                relay.emit,
+                self.limits,
+            )
+        )
+        watchdog = asyncio.create_task(self._stop_if_asker_leaves(generation.session_id, reply_to))
+        try:
+            await _outlive_cancellation(thread, generation)
+        except asyncio.CancelledError:
+            relay.cancel()
+            raise
+        finally:
+            watchdog.cancel()
+            self._current = None
+
+    async def _stop_if_asker_leaves(self, session_id: str, reply_to: str) -> None:
+        """Check now and then that the asker's reply queue still exists; if it is gone for
+        good, stop generating for nobody."""
+        while True:
+            await asyncio.sleep(ASKER_CHECK_INTERVAL_S)
+            if not await self.asker_present(reply_to):
+                log.warning("the asker's reply queue is gone")
+                self.cancelled.add(session_id)
+                return
+
+
+async def _outlive_cancellation(thread: asyncio.Future[Generation], generation: Generation) -> None:
+    """Wait for the generation thread; if this task is cancelled (its channel closed), stop the
+    thread and still wait for it, so the model never runs two generations at once."""
+    try:
+        await asyncio.shield(thread)
+    except asyncio.CancelledError:
+        generation.abandoned = True
+        await thread
+        raise

@@ -1,0 +1,57 @@
+"""How an answer ended, as the terminal event its asker gets: one pure function of the
+generation, so every way of ending is tested without a model or a broker."""
+
+from __future__ import annotations
+
+from broker.protocol import Cancelled, Done, Failed
+from engine.generation import Generation
+from engine.replies import INTERRUPTED, EventHeader
+
+
+def ending_event(
+    generation: Generation,
+    header: EventHeader,
+    *,
+    cancel_received_at: float | None,
+    time_limit_s: float,
+) -> Done | Cancelled | Failed:
+    """The terminal event of a generation that has stopped.
+
+    ``cancel_received_at`` is when the engine took the session's cancel (``time.monotonic()``),
+    if it did; ``time_limit_s`` is the limit a generation stopped by its time limit ran into.
+    """
+    text, tokens = generation.text, generation.tokens
+    if generation.abandoned:  # the engine is shutting down
+        return Failed(**header, reason=INTERRUPTED, text=text)
+    if generation.stopped_by_cancel:
+        return Cancelled(
+            **header,
+            text=text,
+            tokens=tokens,
+            tokens_after_cancel=generation.tokens_after(cancel_received_at),
+            stop_latency_s=_stop_latency_s(generation, cancel_received_at),
+        )
+    if generation.stopped_by_time_limit:
+        return Failed(**header, reason=f"time limit of {time_limit_s:g} s reached", text=text)
+    return _done(generation, header)
+
+
+def _stop_latency_s(generation: Generation, cancel_received_at: float | None) -> float | None:
+    if cancel_received_at is None:
+        return None
+    return (generation.finished_at or 0) - cancel_received_at
+
+
+def _done(generation: Generation, header: EventHeader) -> Done:
+    """Timings from the generation's own clock: first token, and the rate after it."""
+    finished = generation.finished_at or generation.started_at  # set once the loop returns
+    first = generation.first_token_at
+    decode_s = finished - first if first is not None else 0.0
+    return Done(
+        **header,
+        text=generation.text,
+        tokens=generation.tokens,
+        ttft_s=first - generation.started_at if first is not None else None,
+        tokens_per_s=(generation.tokens - 1) / decode_s if decode_s > 0 else None,
+        elapsed_s=finished - generation.started_at,
+    )

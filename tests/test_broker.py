@@ -1,0 +1,185 @@
+"""The broker edge against the real RabbitMQ: consumers get decoded messages in envelopes, and
+whatever does not decode is parked in ``P.dead`` with its reason, on every queue we consume."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import aio_pika
+import pytest
+from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
+
+from broker.amqp import Broker, Envelope, peek_queues
+from broker.protocol import (
+    ERROR_HEADER,
+    REQUEST_ROUTING_KEY,
+    Cancel,
+    Done,
+    ReplyEvent,
+    Request,
+    encode,
+    make_request,
+)
+from config.settings import Settings
+from tests.conftest import delete_test_topology
+
+WAIT_S = 10.0
+
+
+class Inbox:
+    """What a consumer was handed, in order, to be awaited one at a time."""
+
+    def __init__(self) -> None:
+        self.items: asyncio.Queue[object] = asyncio.Queue()
+
+    async def take(self) -> object:
+        return await asyncio.wait_for(self.items.get(), WAIT_S)
+
+
+@pytest.fixture
+async def channel(broker: Broker) -> AsyncIterator[AbstractChannel]:
+    """A plain channel of its own, to publish what no Concierge process would."""
+    opened = await broker.connection.channel()
+    yield opened
+    await opened.close()
+
+
+async def dead_letters(channel: AbstractChannel, broker: Broker) -> Inbox:
+    """Every message parked in ``P.dead`` from now on."""
+    inbox = Inbox()
+    queue = await channel.get_queue(broker.names.dead_queue)
+
+    async def park(message: AbstractIncomingMessage) -> None:
+        await inbox.items.put(message)
+
+    await queue.consume(park, no_ack=True)
+    return inbox
+
+
+async def publish_raw(
+    channel: AbstractChannel, exchange: str, routing_key: str, body: bytes, content_type: str
+) -> None:
+    target = await channel.get_exchange(exchange)
+    await target.publish(aio_pika.Message(body, content_type=content_type), routing_key)
+
+
+def reason_of(message: object) -> str:
+    assert isinstance(message, AbstractIncomingMessage)
+    return str((message.headers or {})[ERROR_HEADER])
+
+
+async def test_garbage_on_a_reply_queue_is_dead_lettered_and_the_next_event_delivered(
+    broker: Broker, channel: AbstractChannel
+) -> None:
+    bot_id = f"bot-{uuid.uuid4().hex[:8]}"
+    handed: Inbox = Inbox()
+
+    async def on_reply(envelope: Envelope[ReplyEvent]) -> None:
+        await handed.items.put(envelope.message)
+        await envelope.ack()
+
+    dead = await dead_letters(channel, broker)
+    await broker.consume_replies(bot_id, on_reply, keep_s=60)
+    request = make_request(reply_to=bot_id, user_id="u", question="q", ttl_s=30)
+    exchange = broker.names.reply_exchange
+    await publish_raw(channel, exchange, bot_id, b"\xff not json", "application/json")
+    await publish_raw(channel, exchange, bot_id, encode(request), "application/json")  # no event
+    done = Done(
+        session_id=request.session_id,
+        seq=0,
+        text="ok",
+        tokens=1,
+        ttft_s=None,
+        tokens_per_s=None,
+        elapsed_s=0.1,
+    )
+    await broker.send_event(done, bot_id)
+
+    assert await handed.take() == done  # the only thing the consumer ever saw
+    parked = [await dead.take(), await dead.take()]
+    await broker.stop_replies()
+    await broker.delete_reply_queue(bot_id)
+    assert reason_of(parked[0]).startswith("invalid reply event")
+    assert "type" in reason_of(parked[1])
+    assert all(
+        isinstance(message, AbstractIncomingMessage)
+        and (message.headers or {})["x-concierge-source"] == bot_id
+        for message in parked
+    )
+    assert handed.items.empty()
+
+
+async def test_garbage_on_the_request_queue_is_dead_lettered_and_a_cancel_is_decoded(
+    broker: Broker, channel: AbstractChannel, settings: Settings
+) -> None:
+    handed: Inbox = Inbox()
+
+    async def on_request(envelope: Envelope[Request | Cancel]) -> None:
+        await handed.items.put(envelope.message)
+        await envelope.ack()
+
+    dead = await dead_letters(channel, broker)
+    await broker.consume_requests(on_request)
+    good = make_request(reply_to="bot", user_id="u", question="q", ttl_s=30)
+    exchange = broker.names.request_exchange
+    await publish_raw(channel, exchange, REQUEST_ROUTING_KEY, b"{", "application/json")
+    await publish_raw(channel, exchange, REQUEST_ROUTING_KEY, encode(good), "text/plain")
+    cancel = Cancel(session_id=good.session_id, sent_at=1.0)
+    await broker.publish(cancel, exchange, REQUEST_ROUTING_KEY, settings.request_ttl_s)
+    await broker.send_request(good)
+
+    assert await handed.take() == cancel  # the FIFO trap's cancel, decoded as one
+    assert await handed.take() == good
+    reasons = [reason_of(await dead.take()), reason_of(await dead.take())]
+    await broker.pause_requests()
+    assert reasons[0].startswith("invalid request")
+    assert reasons[1].startswith("content type")
+    assert handed.items.empty()
+
+
+async def test_a_requeued_message_comes_back_marked_redelivered(broker: Broker) -> None:
+    seen: Inbox = Inbox()
+
+    async def on_request(envelope: Envelope[Request | Cancel]) -> None:
+        await seen.items.put(envelope.redelivered)
+        if envelope.redelivered:
+            await envelope.ack()
+        else:
+            await envelope.requeue()
+
+    await broker.consume_requests(on_request)
+    await broker.send_request(make_request(reply_to="b", user_id="u", question="q", ttl_s=30))
+
+    assert [await seen.take(), await seen.take()] == [False, True]
+    await broker.pause_requests()
+    assert await broker.request_queue_depth() == 0
+
+
+async def test_the_startup_purge_buries_garbage_and_hands_out_the_rest(
+    broker: Broker, channel: AbstractChannel
+) -> None:
+    good = make_request(reply_to="bot", user_id="u", question="q", ttl_s=30)
+    exchange = broker.names.request_exchange
+    dead = await dead_letters(channel, broker)
+    await publish_raw(channel, exchange, REQUEST_ROUTING_KEY, b"[]", "application/json")
+    await broker.send_request(good)
+
+    envelope = await broker.take_waiting_request()
+    assert envelope is not None and envelope.message == good
+    await envelope.ack()
+    assert await broker.take_waiting_request() is None
+    assert reason_of(await dead.take()).startswith("invalid request")
+
+
+async def test_each_test_has_topology_of_its_own_and_it_is_deleted(
+    broker: Broker, settings: Settings
+) -> None:
+    other = settings.model_copy(update={"prefix": f"test-{uuid.uuid4().hex[:12]}"})
+    async with Broker(other) as neighbour:
+        await broker.send_request(make_request(reply_to="b", user_id="u", question="q", ttl_s=30))
+        assert (await broker.request_queue_depth(), await neighbour.request_queue_depth()) == (1, 0)
+        await delete_test_topology(neighbour, other)
+    names = [f"{other.prefix}.request", f"{other.prefix}.dead", f"{other.prefix}.expired"]
+    assert {peek.state for peek in await peek_queues(other, names)} == {"missing"}
