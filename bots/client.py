@@ -8,19 +8,11 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Literal
 
+from bots.ask import Ask, Kind
 from bots.session import Detached, Session, SessionRegistry, StopRequested
-from broker.amqp import Broker, Delivery, QueueFull, ReplyQueueTaken
-from broker.protocol import (
-    TERMINAL_TYPES,
-    Cancel,
-    ProtocolError,
-    ReplyEvent,
-    Request,
-    decode_event,
-    make_request,
-)
+from broker.amqp import Broker, Envelope, QueueFull, ReplyQueueTaken
+from broker.protocol import TERMINAL_TYPES, Cancel, ReplyEvent, Request, make_request
 from config.settings import ConfigError, Settings
 
 log = logging.getLogger(__name__)
@@ -86,44 +78,30 @@ class ConciergeClient:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
-    async def ask(
-        self,
-        question: str,
-        user_id: str,
-        kind: Literal["ask", "rescrape"] = "ask",
-        *,
-        ttl_s: float | None = None,
-        context: Mapping[str, str] | None = None,
-    ) -> Session:
+    async def ask(self, ask: Ask, *, ttl_s: float | None = None) -> Session:
         """Queue a request and return its session: ``prepare`` then ``submit``."""
-        session = await self.prepare(question, user_id, kind, ttl_s=ttl_s)
-        await self.submit(session, context or {})
+        session = await self.prepare(ask, ttl_s=ttl_s)
+        await self.submit(session)
         return session
 
-    async def prepare(
-        self,
-        question: str,
-        user_id: str,
-        kind: Literal["ask", "rescrape"] = "ask",
-        *,
-        ttl_s: float | None = None,
-    ) -> Session:
+    async def prepare(self, ask: Ask, *, ttl_s: float | None = None) -> Session:
         """A session for a request not sent yet; ``queued_ahead`` says how many wait before it.
 
         An adapter shows its placeholder between ``prepare`` and ``submit``, so the request can
         name that message in its context. Raises ``AskRefused`` for a question over the length
         limit or an asker who already has ``max_waiting_per_user`` requests open.
         """
-        self._check_limits(question, user_id)
+        self._check_limits(ask.question, ask.asker)
         request = make_request(
             reply_to=self.bot_id,
-            user_id=user_id,
-            question=question,
+            user_id=ask.asker,
+            question=ask.question,
             ttl_s=ttl_s or self.settings.request_ttl_s,
-            kind=kind,
+            kind=ask.kind,
             platform=self.platform,
+            context=dict(ask.place),
         )
-        session = Session.for_request(request, timeout_s=self._reply_timeout_s(kind))
+        session = Session.for_request(request, timeout_s=self._reply_timeout_s(ask.kind))
         self.sessions.add(session)  # before any await: it counts toward the asker's cap at once
         try:
             session.queued_ahead = await self.broker.request_queue_depth()
@@ -132,11 +110,17 @@ class ConciergeClient:
             raise
         return session
 
-    async def submit(self, session: Session, context: Mapping[str, str]) -> None:
-        """Publish the prepared request; ``context`` (the adapter's message ids) comes back in
-        every reply event. Raises ``AskRefused`` when the queue is full."""
+    async def submit(self, session: Session, shown_in: Mapping[str, str] | None = None) -> None:
+        """Publish the prepared request. Its context (the ask's place, plus ``shown_in``: the
+        placeholder posted since ``prepare``) comes back in every reply event. Raises
+        ``AskRefused`` when the queue is full."""
         assert session.request is not None, "only a prepared session is submitted"
-        context = {**context, USER_KEY: session.user_id, KIND_KEY: session.kind}
+        context = {
+            **session.request.context,
+            **(shown_in or {}),
+            USER_KEY: session.user_id,
+            KIND_KEY: session.kind,
+        }
         # validated again (model_copy would not check the context's limits)
         request = Request.model_validate(session.request.model_dump() | {"context": context})
         session.request = request
@@ -207,22 +191,19 @@ class ConciergeClient:
             for session in self.sessions.all():
                 session.items.put_nowait(Detached())
 
-    async def _on_reply(self, delivery: Delivery) -> None:
-        try:
-            event = decode_event(delivery.body, delivery.content_type)
-        except ProtocolError as error:
-            log.warning("dropping a malformed reply: %s", error.reason)
-        else:
+    async def _on_reply(self, envelope: Envelope[ReplyEvent]) -> None:
+        """A decoded reply event (the broker dead-letters one that does not decode)."""
+        event = envelope.message
+        delivered = self.sessions.deliver(event)
+        if not delivered and self._take_over(event):  # asked before this process started
             delivered = self.sessions.deliver(event)
-            if not delivered and self._take_over(event):  # asked before this process started
-                delivered = self.sessions.deliver(event)
-            if not delivered:
-                log.debug("reply for unknown session %s", event.session_id)
-            session = self.sessions.get(event.session_id)
-            if session is not None and self._may_hold(event, session):
-                session.held_ack = delivery.ack  # acknowledged by ``forget``, once shown
-                return
-        await delivery.ack()
+        if not delivered:
+            log.debug("reply for unknown session %s", event.session_id)
+        session = self.sessions.get(event.session_id)
+        if session is not None and self._may_hold(event, session):
+            session.held_ack = envelope.ack  # acknowledged by ``forget``, once shown
+            return
+        await envelope.ack()
 
     def _may_hold(self, event: ReplyEvent, session: Session) -> bool:
         """Hold the ack of a named bot's terminal event until it is shown, but never so many
@@ -238,9 +219,7 @@ class ConciergeClient:
         the adapter gave."""
         context = dict(event.context)
         user_id = context.pop(USER_KEY, None)
-        kind: Literal["ask", "rescrape"] = (
-            "rescrape" if context.pop(KIND_KEY, "ask") == "rescrape" else "ask"
-        )
+        kind: Kind = "rescrape" if context.pop(KIND_KEY, "ask") == "rescrape" else "ask"
         if self.on_adopt is None or user_id is None or self.sessions.ended(event.session_id):
             return False
         session = Session(event.session_id, user_id, self._reply_timeout_s(kind), kind)

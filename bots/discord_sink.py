@@ -1,10 +1,11 @@
 """How an answer looks on Discord and how its messages are posted and edited.
 
-``DiscordSink`` is the Renderer's ``MessageSink`` for one exchange: the first message replies
-to the question (or opens the progress message of a rescrape) and carries the 🛑 stop button;
-each continuation replies to the message before it. A message shows the body, then the status
-as Discord's small text (``-# …``) on its own line. Nothing is ever a ping: every send and edit
-goes out with ``AllowedMentions.none()``, whatever the answer says (``@everyone``, ``<@id>``).
+``DiscordSink`` is the ``Stage`` of one exchange (the Renderer's ``MessageSink``, and Discord's
+names for its messages): the first message replies to the question (or opens the progress
+message of a rescrape) and carries the 🛑 stop button; each continuation replies to the
+message before it. A message shows the body, then the status as Discord's small text
+(``-# …``) on its own line. Nothing is ever a ping: every send and edit goes out with
+``AllowedMentions.none()``, whatever the answer says (``@everyone``, ``<@id>``).
 """
 
 from __future__ import annotations
@@ -41,37 +42,39 @@ def message_text(content: MessageContent) -> str:
 
 
 class DiscordSink:
-    """Posts and edits the messages of one exchange in ``channel``.
+    """The ``Stage`` of one exchange in ``channel``: posts and edits its messages.
 
     ``question`` is the message the answer replies to (None for a rescrape, whose progress is
-    a plain channel message). ``on_post`` hears of every message posted, so a 🛑 on any of
-    them can be traced back to the exchange.
+    a plain channel message). ``me`` is the bot's own user, once logged in: its 🛑 is taken
+    off the first message when the answer ends.
     """
 
     def __init__(
         self,
         channel: Messageable,
         question: AnyMessage | None,
-        on_post: Callable[[AnyMessage], None],
+        me: Callable[[], discord.abc.Snowflake | None],
     ) -> None:
         self.channel = channel
         self.question = question
-        self.on_post = on_post
-        self.messages: list[AnyMessage] = []
+        self.me = me
+        self.on_post: Callable[[AnyMessage], None] = lambda _: None
 
-    def adopt(self, first: AnyMessage) -> None:
-        """Go on in a message posted before a restart (it carries the stop button already)."""
-        self.messages = [first]
-        self.on_post(first)
+    def key(self, message: AnyMessage) -> int:
+        return message.id
+
+    def place(self, placeholder: AnyMessage) -> dict[str, str]:
+        return {"message": str(placeholder.id)}
 
     async def post(self, content: MessageContent, after: AnyMessage | None) -> discord.Message:
-        reply_to = after or self.question
-        # A question deleted meanwhile must not make the answer fail: reply only if it exists.
-        reference = reply_to.to_reference(fail_if_not_exists=False) if reply_to else None
-        message = await self.channel.send(
-            message_text(content), reference=reference, allowed_mentions=NO_MENTIONS
-        )
-        self.messages.append(message)
+        reply_to, text = after or self.question, message_text(content)
+        if reply_to is None:  # a rescrape's progress: a plain channel message
+            message = await self.channel.send(text, allowed_mentions=NO_MENTIONS)
+        else:  # a question deleted meanwhile must not make the answer fail: reply if it exists
+            reference = reply_to.to_reference(fail_if_not_exists=False)
+            message = await self.channel.send(
+                text, reference=reference, allowed_mentions=NO_MENTIONS
+            )
         self.on_post(message)
         if after is None:
             await self._add_stop_button(message)
@@ -80,13 +83,15 @@ class DiscordSink:
     async def edit(self, handle: AnyMessage, content: MessageContent) -> None:
         await handle.edit(content=message_text(content), allowed_mentions=NO_MENTIONS)
 
-    async def remove_stop_button(self, me: discord.abc.Snowflake) -> None:
+    async def ended(self, first: AnyMessage | None) -> None:
         """Take the bot's own 🛑 off the first message once the exchange has ended."""
-        if self.messages:
-            try:
-                await self.messages[0].remove_reaction(STOP_EMOJI, me)
-            except discord.DiscordException as error:
-                log.info("could not remove the stop button: %s", error)
+        me = self.me()
+        if first is None or me is None:
+            return
+        try:
+            await first.remove_reaction(STOP_EMOJI, me)
+        except discord.DiscordException as error:
+            log.info("could not remove the stop button: %s", error)
 
     async def _add_stop_button(self, message: discord.Message) -> None:
         try:

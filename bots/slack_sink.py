@@ -1,4 +1,4 @@
-"""The Renderer's ``MessageSink`` for Slack: ``chat.postMessage`` posts, ``chat.update`` edits."""
+"""The ``Stage`` of a Slack answer: ``chat.postMessage`` posts, ``chat.update`` edits."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bots.renderer import MessageContent
 from bots.slack_format import message_text
 
-# Every message is literal text: Slack must neither link names nor unfurl what the model wrote.
-LITERAL = {"parse": "none", "link_names": False}
-NO_UNFURL = {"unfurl_links": False, "unfurl_media": False}
+# Every message is literal text (parse="none", link_names=False), and nothing the model wrote
+# is unfurled (unfurl_links, unfurl_media): both are passed by name below, so mypy checks them.
 
 
 @dataclass(frozen=True)
@@ -30,22 +29,27 @@ class SlackMessage:
 
 
 class SlackSink:
-    """Posts the first message in ``thread_ts`` (or in the channel), continuations in its thread.
-
-    ``on_post`` hears of every message posted, so a reaction on any of them can be traced back.
-    """
+    """The ``Stage`` of one answer: posts the first message in ``thread_ts`` (or in the
+    channel), continuations in its thread. ``question`` is the mention asked in, if any."""
 
     def __init__(
         self,
         web: AsyncWebClient,
         channel: str,
         thread_ts: str | None,
-        on_post: Callable[[SlackMessage], None] = lambda _: None,
+        question: SlackMessage | None = None,
     ) -> None:
         self.web = web
         self.channel = channel
         self.thread_ts = thread_ts
-        self.on_post = on_post
+        self.question = question
+        self.on_post: Callable[[SlackMessage], None] = lambda _: None
+
+    def key(self, message: SlackMessage) -> tuple[str, str]:
+        return message.channel, message.ts
+
+    def place(self, placeholder: SlackMessage) -> dict[str, str]:
+        return {"message": placeholder.ts}
 
     async def post(self, content: MessageContent, after: SlackMessage | None) -> SlackMessage:
         thread_ts = after.thread if after is not None else self.thread_ts
@@ -53,14 +57,20 @@ class SlackSink:
             channel=self.channel,
             thread_ts=thread_ts,
             text=message_text(content),
-            **LITERAL,
-            **NO_UNFURL,
+            parse="none",
+            link_names=False,
+            unfurl_links=False,
+            unfurl_media=False,
         )
         message = SlackMessage(response["channel"], response["ts"], thread_ts)
         self.on_post(message)
         return message
 
     async def edit(self, handle: SlackMessage, content: MessageContent) -> None:
+        text = message_text(content)
         await self.web.chat_update(
-            channel=handle.channel, ts=handle.ts, text=message_text(content), **LITERAL
+            channel=handle.channel, ts=handle.ts, text=text, parse="none", link_names=False
         )
+
+    async def ended(self, first: SlackMessage | None) -> None:
+        """Nothing to take back: Slack shows no stop button of the bot's own."""

@@ -12,10 +12,11 @@ import getpass
 import signal
 import sys
 from collections.abc import Callable, Coroutine
-from typing import Literal, TextIO
+from typing import TextIO
 
 from rich.console import Console
 
+from bots.ask import Ask, Kind
 from bots.client import AskRefused, ConciergeClient
 from bots.session import Detached, ReplyTimeout, Session, StopRequested
 from broker.protocol import (
@@ -120,13 +121,13 @@ async def ask(
     question: str,
     *,
     as_json: bool = False,
-    kind: Literal["ask", "rescrape"] = "ask",
+    kind: Kind = "ask",
 ) -> int:
     """One question (or a rescrape); the answer on stdout. Exit 0 when done, 130 when stopped."""
     err = Console(stderr=True)
     async with ConciergeClient(one_off(settings), "terminal") as client:
         try:
-            session = await client.ask(question, user_id=getpass.getuser(), kind=kind)
+            session = await client.ask(Ask(question, getpass.getuser(), kind))
         except AskRefused as refusal:
             err.print(f"[red]not asked:[/] {refusal}")
             return EXIT_FAILED
@@ -165,7 +166,7 @@ async def chat(settings: Settings) -> int:
             if not question:
                 continue
             try:
-                session = await client.ask(question, user_id=getpass.getuser())
+                session = await client.ask(Ask(question, getpass.getuser()))
             except AskRefused as refusal:
                 err.print(f"[red]not asked:[/] {refusal}")
                 continue

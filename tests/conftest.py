@@ -57,7 +57,7 @@ def site_settings(settings: Settings, site: FakeSite, tmp_path: Path) -> Setting
         update={
             "kb_path": tmp_path / "kb.sqlite3",
             "site_sitemap_url": f"{site.base}/sitemap_index.xml",
-            "site_allowed_hosts": ["127.0.0.1"],
+            "site_allowed_hosts": [site.netloc],
             "scrape_delay_s": 0.01,
             "scrape_timeout_s": 5.0,
         }
@@ -85,10 +85,11 @@ async def broker(settings: Settings) -> AsyncIterator[Broker]:
     """A connection with the topology declared; removes every queue of this test afterwards."""
     async with Broker(settings) as connection:
         yield connection
-        await _delete_test_topology(connection, settings)
+        await delete_test_topology(connection, settings)
 
 
-async def _delete_test_topology(broker: Broker, settings: Settings) -> None:
+async def delete_test_topology(broker: Broker, settings: Settings) -> None:
+    """Every queue and exchange of ``settings.prefix`` (the engine's cancel queue too)."""
     cleanup = await broker.connection.channel()
     await cleanup.queue_delete(broker.names.cancel_queue(settings.engine_name))
     await cleanup.close()

@@ -11,33 +11,28 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import discord
 import pytest
-from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 
+from bots.answers import NOT_ADMIN_TEXT
 from bots.client import ConciergeClient
-from bots.discord_adapter import NOT_ADMIN_TEXT, ConciergeBot, run_discord
+from bots.discord_adapter import ConciergeBot
+from bots.discord_app import run_discord
 from bots.discord_sink import ANSWER_MAX_CHARS, DISCORD_MAX_CHARS, message_text
 from bots.renderer import MessageContent
 from broker.amqp import Broker
 from broker.protocol import (
-    REQUEST_ROUTING_KEY,
     TERMINAL_TYPES,
-    Cancel,
     Cancelled,
     Done,
     Progress,
     ReplyEvent,
     Request,
     Started,
-    decode_cancel,
-    decode_event,
-    decode_request,
 )
 from config.settings import ConfigError, Settings
 from engine.llm import Backend
@@ -56,6 +51,7 @@ from tests.fake_discord import (
     start,
     user_payload,
 )
+from tests.helpers import WireTap
 from tests.site_fixture import FakeSite
 
 GUILD_ID = 1_000_000_000_000_000_101
@@ -76,69 +72,6 @@ OTHER_BOT = user_payload(1_000_000_000_000_000_405, "otherbot", bot=True)
 OPERATOR = user_payload(1_000_000_000_000_000_406, "operator")  # in admin_user_ids, no role
 
 _ids = itertools.count(1_400_000_000_000_000_000)
-
-
-# --- watching the broker ----------------------------------------------------------------------
-
-
-class WireTap:
-    """Copies of every request, cancel and reply of one bot, from queues bound beside theirs."""
-
-    def __init__(self, channel: AbstractChannel) -> None:
-        self.channel = channel
-        self.requests: list[Request] = []
-        self.cancels: list[Cancel] = []
-        self.events: dict[str, list[ReplyEvent]] = defaultdict(list)
-        self._changed = asyncio.Condition()
-
-    @classmethod
-    async def open(cls, broker: Broker, bot_id: str) -> WireTap:
-        tap = cls(await broker.connection.channel())
-        names = broker.names
-        await tap._bind(names.request_exchange, REQUEST_ROUTING_KEY, tap._on_request)
-        await tap._bind(names.cancel_exchange, "", tap._on_cancel)
-        await tap._bind(names.reply_exchange, bot_id, tap._on_event)
-        return tap
-
-    async def _bind(
-        self, exchange: str, key: str, record: Callable[[AbstractIncomingMessage], None]
-    ) -> None:
-        queue = await self.channel.declare_queue(exclusive=True, auto_delete=True)
-        await queue.bind(exchange, routing_key=key)
-
-        async def on_message(message: AbstractIncomingMessage) -> None:
-            async with self._changed:
-                record(message)
-                self._changed.notify_all()
-
-        await queue.consume(on_message, no_ack=True)
-
-    def _on_request(self, message: AbstractIncomingMessage) -> None:
-        self.requests.append(decode_request(message.body))
-
-    def _on_cancel(self, message: AbstractIncomingMessage) -> None:
-        self.cancels.append(decode_cancel(message.body))
-
-    def _on_event(self, message: AbstractIncomingMessage) -> None:
-        event = decode_event(message.body)
-        self.events[event.session_id].append(event)
-
-    async def until(self, condition: Callable[[], bool], timeout_s: float = 60.0) -> None:
-        async with self._changed:
-            await asyncio.wait_for(self._changed.wait_for(condition), timeout_s)
-
-    async def request_from(self, user: dict[str, Any]) -> Request:
-        await self.until(lambda: any(r.user_id == user["id"] for r in self.requests))
-        return next(r for r in self.requests if r.user_id == user["id"])
-
-    async def ending(self, session_id: str) -> list[ReplyEvent]:
-        """The session's events up to and including its terminal one."""
-
-        def ended() -> bool:
-            return any(e.type in TERMINAL_TYPES for e in self.events[session_id])
-
-        await self.until(ended)
-        return self.events[session_id]
 
 
 # --- driving the bot --------------------------------------------------------------------------
@@ -293,7 +226,7 @@ async def test_a_mention_is_answered_in_place_with_throttled_edits(
 
     question = f"{LONG_QUESTION} @everyone"
     question_id = discord_.ask(ASKER, question)
-    request = await discord_.tap.request_from(ASKER)
+    request = await discord_.tap.request_from(ASKER["id"])
     first_id = await discord_.first_reply(question_id)
     shown = await discord_.finished(first_id)
     events = await discord_.tap.ending(request.session_id)
@@ -326,7 +259,7 @@ async def test_a_long_answer_continues_in_chained_replies_and_loses_nothing(
     discord_ = await start_bot(settings, answer_max_chars=30)
 
     question_id = discord_.ask(ASKER, "Tell me about cats.")
-    request = await discord_.tap.request_from(ASKER)
+    request = await discord_.tap.request_from(ASKER["id"])
     shown = await discord_.finished(await discord_.first_reply(question_id))
     done = (await discord_.tap.ending(request.session_id))[-1]
 
@@ -359,7 +292,7 @@ async def test_a_dm_is_a_question_without_a_mention(
 ) -> None:
     discord_ = await start_bot(settings)
     discord_.say(ASKER, "How do I claim the warranty?", channel=DM_CHANNEL_ID, guild=None)
-    request = await discord_.tap.request_from(ASKER)
+    request = await discord_.tap.request_from(ASKER["id"])
     placeholder = await fake_discord.wait_for(
         lambda c: c.method == "POST" and c.path == f"/channels/{DM_CHANNEL_ID}/messages"
     )
@@ -374,7 +307,7 @@ async def test_a_bare_mention_gets_help_and_no_request(
     bare_id = discord_.say(ASKER, f"  <@{BOT_ID}>  ", mentions=[BOT_USER])
     later_id = discord_.ask(STRANGER, "What are the office hours?")  # after it, as a marker
     await discord_.first_reply(later_id)
-    await discord_.tap.request_from(STRANGER)
+    await discord_.tap.request_from(STRANGER["id"])
     help_reply = fake_discord.replies_to(bare_id)
 
     assert len(help_reply) == 1
@@ -401,7 +334,7 @@ async def test_other_bots_itself_other_guilds_and_channels_and_everyone_pings_ar
     ]
     marker_id = discord_.ask(STRANGER, "Right place?")
     await discord_.first_reply(marker_id)
-    await discord_.tap.request_from(STRANGER)
+    await discord_.tap.request_from(STRANGER["id"])
 
     assert [request.question for request in discord_.tap.requests] == ["Right place?"]
     assert all(not fake_discord.replies_to(message_id) for message_id in ignored)
@@ -413,7 +346,7 @@ async def test_closing_the_bot_stops_the_answers_it_still_shows(
 ) -> None:
     discord_ = await start_bot(settings)  # no engine: the question stays queued
     question_id = discord_.ask(ASKER, "Anyone there?")
-    request = await discord_.tap.request_from(ASKER)
+    request = await discord_.tap.request_from(ASKER["id"])
     first_id = await discord_.first_reply(question_id)
     await discord_.bot.close()
     await discord_.tap.until(lambda: bool(discord_.tap.cancels))
@@ -455,7 +388,7 @@ async def long_answer_streaming(
     await engine_for(settings)
     discord_ = await start_bot(settings)
     question_id = discord_.ask(ASKER, LONG_QUESTION)
-    request = await discord_.tap.request_from(ASKER)
+    request = await discord_.tap.request_from(ASKER["id"])
     first_id = await discord_.first_reply(question_id)
     await answering(discord_, first_id)
     return Streaming(discord_, request, question_id, first_id)
@@ -508,7 +441,7 @@ async def test_a_queued_request_stopped_shows_stopped_at_once_and_never_reaches_
     answer = await long_answer_streaming(settings, start_bot, engine_for)
     discord_, running, running_first = answer.discord_, answer.request, answer.first_id
     queued_id = discord_.ask(STRANGER, "And what about dogs?")
-    queued = await discord_.tap.request_from(STRANGER)
+    queued = await discord_.tap.request_from(STRANGER["id"])
     placeholder_id = await discord_.first_reply(queued_id)
     placeholder = discord_.shown(placeholder_id)
     discord_.react(STRANGER, placeholder_id)
@@ -539,7 +472,7 @@ async def test_rescrape_is_refused_to_non_admins_and_streams_progress_for_admins
     discord_.slash("rescrape", STRANGER, permissions=0)
     refusal = await fake_discord.wait_for(lambda c: c.path.endswith(callbacks))
     sent_at = discord_.slash("rescrape", ADMIN, permissions=ADMINISTRATOR)
-    request = await discord_.tap.request_from(ADMIN)
+    request = await discord_.tap.request_from(ADMIN["id"])
     progress = await fake_discord.wait_for(lambda c: c in fake_discord.posts())
     shown = await discord_.finished(int(progress.response["id"]))
     events = await discord_.tap.ending(request.session_id)
@@ -578,7 +511,7 @@ async def test_a_rescrape_is_stopped_by_a_configured_admins_stop_on_its_progress
     discord_ = await start_bot(settings)
 
     discord_.slash("rescrape", MANAGER, permissions=MANAGE_GUILD)
-    request = await discord_.tap.request_from(MANAGER)
+    request = await discord_.tap.request_from(MANAGER["id"])
     progress = await fake_discord.wait_for(lambda c: c in fake_discord.posts())
     progress_id = int(progress.response["id"])
     try:
@@ -609,7 +542,7 @@ async def test_a_429_is_waited_out_and_the_final_text_still_arrives(
     fake_discord.rate_limit("PATCH", r"/channels/\d+/messages/\d+$", retry_after_s)
 
     question_id = discord_.ask(ASKER, "What is the capital of France?")
-    request = await discord_.tap.request_from(ASKER)
+    request = await discord_.tap.request_from(ASKER["id"])
     shown = await discord_.finished(await discord_.first_reply(question_id))
     done = (await discord_.tap.ending(request.session_id))[-1]
 
@@ -690,7 +623,7 @@ async def restarted_mid_answer(
     first = await named_bots()
     harness = Harness(first.bot, fake_discord, tap)
     question_id = harness.ask(ASKER, LONG_QUESTION)
-    request = await tap.request_from(ASKER)
+    request = await tap.request_from(ASKER["id"])
     answer_id = await harness.first_reply(question_id)
     await answering(harness, answer_id)
     await first.stop()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+from bots.ask import Ask
 from bots.client import ConciergeClient
 from broker.amqp import Broker
 from broker.protocol import Done, Failed
@@ -18,7 +19,7 @@ async def test_an_engine_killed_mid_answer_reports_interrupted_once_back_and_goe
     settings: Settings, broker: Broker, client: ConciergeClient
 ) -> None:
     engine = await ConciergeProcess.start(settings, CONCIERGE_MAX_TOKENS="400")
-    session = await client.ask(LONG_QUESTION, user_id="u1")
+    session = await client.ask(Ask(LONG_QUESTION, "u1"))
     await wait_for_tokens(session, 2)
     engine.kill()
     assert await engine.wait() != 0
@@ -28,7 +29,7 @@ async def test_an_engine_killed_mid_answer_reports_interrupted_once_back_and_goe
     assert isinstance(end, Failed)
     assert end.reason.startswith("interrupted")  # not run again: no crash loop
 
-    after = await collect(await client.ask("Say hello.", user_id="u1"))
+    after = await collect(await client.ask(Ask("Say hello.", "u1")))
     assert isinstance(after[-1], Done)
     assert await restarted.terminate() == 0
 
@@ -39,7 +40,7 @@ async def test_sigterm_mid_answer_ends_it_visibly_and_exits_in_bounded_time(
     engine = await ConciergeProcess.start(
         settings, CONCIERGE_MAX_TOKENS="400", CONCIERGE_SHUTDOWN_GRACE_S="0.2"
     )
-    session = await client.ask(LONG_QUESTION, user_id="u1")
+    session = await client.ask(Ask(LONG_QUESTION, "u1"))
     await wait_for_tokens(session, 2)
     assert await engine.terminate(timeout_s=20) == 0
     end = (await collect(session))[-1]
@@ -52,7 +53,7 @@ async def test_engine_and_bot_come_back_after_the_broker_restarts(
     settings: Settings, broker: Broker, client: ConciergeClient
 ) -> None:
     engine = await ConciergeProcess.start(settings, CONCIERGE_MAX_TOKENS="400")
-    session = await client.ask(LONG_QUESTION, user_id="u1")
+    session = await client.ask(Ask(LONG_QUESTION, "u1"))
     await wait_for_tokens(session, 2)
     await rabbitmqctl("stop_app")
     await rabbitmqctl("start_app")
@@ -63,7 +64,7 @@ async def test_engine_and_bot_come_back_after_the_broker_restarts(
         print("\n".join(engine.lines))  # shown if the test fails
     assert isinstance(end, Done | Failed)  # the answer in flight ends in a visible state
 
-    after = await collect(await client.ask("Say hello.", user_id="u1"), timeout_s=90)
+    after = await collect(await client.ask(Ask("Say hello.", "u1")), timeout_s=90)
     assert isinstance(after[-1], Done)
     assert await engine.terminate() == 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from bots.ask import Ask
 from bots.client import AskRefused, ConciergeClient
 from bots.session import Session
 from broker.amqp import Broker
@@ -19,18 +20,18 @@ async def test_a_question_over_the_length_limit_is_refused_before_queueing(
     settings = settings.model_copy(update={"max_question_chars": 10})
     async with ConciergeClient(settings, "test") as client:
         with pytest.raises(AskRefused, match="too long"):
-            await client.ask("x" * 11, user_id="u1")
+            await client.ask(Ask("x" * 11, "u1"))
     assert await broker.request_queue_depth() == 0
 
 
 async def test_the_per_user_cap_refuses_only_that_user(settings: Settings, broker: Broker) -> None:
     settings = settings.model_copy(update={"max_waiting_per_user": 2})
     async with ConciergeClient(settings, "test") as client:
-        await client.ask("one", user_id="busy-user")
-        await client.ask("two", user_id="busy-user")
+        await client.ask(Ask("one", "busy-user"))
+        await client.ask(Ask("two", "busy-user"))
         with pytest.raises(AskRefused, match="already have 2 questions open"):
-            await client.ask("three", user_id="busy-user")
-        await client.ask("someone else's", user_id="other-user")
+            await client.ask(Ask("three", "busy-user"))
+        await client.ask(Ask("someone else's", "other-user"))
     assert await broker.request_queue_depth() == 3
 
 
@@ -40,10 +41,10 @@ async def test_a_full_request_queue_refuses_the_next_asker_at_once(
     await broker.delete_all()  # re-declare the topology with a tiny queue
     settings = settings.model_copy(update={"request_queue_max_length": 2})
     async with Broker(settings), ConciergeClient(settings, "test") as client:
-        first = await client.ask("one", user_id="a")
-        await client.ask("two", user_id="b")
+        first = await client.ask(Ask("one", "a"))
+        await client.ask(Ask("two", "b"))
         with pytest.raises(AskRefused, match="busy"):
-            await client.ask("three", user_id="c")
+            await client.ask(Ask("three", "c"))
         assert client.sessions.get(first.session_id) is first  # the others still wait
         assert len(client.sessions) == 2
 

@@ -11,6 +11,7 @@ import time
 from itertools import pairwise
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -30,15 +31,18 @@ SESSION_ID = "abcdef0123456789"
 
 
 class RecordingSink:
-    """Keeps every message's current content and the time of every call."""
+    """Keeps every message's current content, what each showed when posted, and the time of
+    every call."""
 
     def __init__(self) -> None:
         self.messages: list[MessageContent] = []
+        self.posted: list[MessageContent] = []
         self.calls: list[tuple[str, float]] = []
         self.replied_to: list[Any] = []
 
     async def post(self, content: MessageContent, after: Any | None) -> int:
         self.messages.append(content)
+        self.posted.append(content)
         self.replied_to.append(after)
         self.calls.append(("post", time.monotonic()))
         return len(self.messages) - 1
@@ -145,7 +149,7 @@ async def test_a_long_answer_continues_in_chained_messages_with_exact_text() -> 
     ) + [True]
 
 
-async def test_the_placeholder_says_how_many_are_ahead() -> None:
+async def test_a_request_stopped_while_queued_shows_stopped_at_once() -> None:
     sink = RecordingSink()
     session = new_session()
     session.queued_ahead = 3
@@ -156,15 +160,27 @@ async def test_the_placeholder_says_how_many_are_ahead() -> None:
     assert sink.messages[0].footer == "🛑 stopped"
 
 
-async def test_queued_footer_names_the_queue_position() -> None:
+@pytest.mark.parametrize(
+    ("ahead", "footer"), [(3, "⏳ queued · 3 ahead"), (0, "⏳ queued · next up")]
+)
+async def test_queued_footer_names_the_queue_position(ahead: int, footer: str) -> None:
+    sink = RecordingSink()
+    session = new_session()
+    session.queued_ahead = ahead
+    text = feed_answer(session, ["Paris."])
+    status = await Renderer(sink, max_chars=100, edit_interval_s=0).run(session)
+    assert [kind for kind, _ in sink.calls][:1] == ["post"]
+    assert sink.posted[0] == MessageContent("", footer)  # the placeholder, before any event
+    assert status is Status.DONE
+    assert sink.messages == [MessageContent(text, "✅ done")]
+
+
+async def test_no_reply_within_the_timeout_shows_timed_out() -> None:
     sink = RecordingSink()
     session = new_session(timeout_s=0.01)
-    session.queued_ahead = 3
     status = await Renderer(sink, max_chars=100, edit_interval_s=0).run(session)
     assert status is Status.TIMED_OUT
-    assert sink.messages[0].footer.startswith("⏱️ timed out")
-    first_post = sink.calls[0]
-    assert first_post[0] == "post"
+    assert sink.messages[0].footer == "⏱️ timed out: no reply from the engine"
 
 
 async def test_stopping_then_stopped_keeps_the_partial_text() -> None:

@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
+from bots.ask import Ask
 from bots.client import ConciergeClient
 from bots.session import Session, SessionItem, StopRequested
 from broker.amqp import Broker
@@ -99,7 +100,7 @@ async def test_two_workers_answer_a_burst_exactly_once_each(
 ) -> None:
     workers = short_workers
     sessions = [
-        await client.ask(f"Say the number {i}.", user_id=f"u{i}", ttl_s=120) for i in range(BURST)
+        await client.ask(Ask(f"Say the number {i}.", f"u{i}"), ttl_s=120) for i in range(BURST)
     ]
     events: dict[str, list[SessionItem]] = {
         session.session_id: list(await collect(session)) for session in sessions
@@ -125,8 +126,8 @@ async def test_a_cancel_reaches_whichever_worker_runs_the_request(
 ) -> None:
     workers = long_workers
     # Both answer at the same time, so each runs on its own worker (one job at a time each).
-    first = await client.ask(LONG_QUESTION, user_id="u1")
-    second = await client.ask(LONG_QUESTION + " Make it funny.", user_id="u2")
+    first = await client.ask(Ask(LONG_QUESTION, "u1"))
+    second = await client.ask(Ask(LONG_QUESTION + " Make it funny.", "u2"))
     for session in (first, second):
         await wait_for_tokens(session, 3)
     assert [running.worker.metrics.started for running in workers] == [1, 1]  # one each

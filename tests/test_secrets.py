@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bots.ask import Ask
 from bots.client import ConciergeClient
 from broker.amqp import Broker
 from broker.protocol import Cancelled
@@ -57,8 +58,8 @@ async def test_a_full_exchange_at_debug_logs_no_secret(
     async with Broker(secret_settings) as broker:
         engine = await start_engine(secret_settings, backend)
         async with ConciergeClient(secret_settings, "test") as client:
-            answered = await collect(await client.ask("Say hello.", user_id="u1"))
-            session = await client.ask(LONG_QUESTION, user_id="u1")
+            answered = await collect(await client.ask(Ask("Say hello.", "u1")))
+            session = await client.ask(Ask(LONG_QUESTION, "u1"))
             await wait_for_tokens(session, 1)
             await client.cancel(session, "u1")
             stopped = await collect(session)
@@ -85,7 +86,7 @@ async def test_a_cli_run_at_debug_prints_no_secret(secret_settings: Settings) ->
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bots.cli",
+        "cli.main",
         "ask",
         "hi",
         stdout=asyncio.subprocess.PIPE,

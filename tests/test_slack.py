@@ -25,21 +25,23 @@ from hypothesis import strategies as st
 from pydantic import SecretStr
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.ask import Ask
 from bots.client import ConciergeClient
 from bots.renderer import Status, footer_for, split_text
-from bots.slack_adapter import SlackAdapter, build_app, run_slack
+from bots.slack_adapter import SlackAdapter
+from bots.slack_app import build_app, run_slack
 from bots.slack_format import BODY_CHARS, FOOTER_SEPARATOR, STOP_REACTION, slack_text, unescape
 from bots.slack_http import EVENTS_PATH, events_web_app
-from broker.amqp import Broker, Delivery
+from broker.amqp import Broker, Envelope
 from broker.protocol import (
     TERMINAL_TYPES,
+    Cancel,
     Done,
     ReplyEvent,
     Request,
     Started,
     TokenEvent,
     decode_event,
-    decode_request,
 )
 from config.settings import ConfigError, Settings
 from engine.llm import Backend
@@ -214,7 +216,7 @@ def test_no_generated_text_can_become_a_mention(generated: str) -> None:
 
 async def direct_answer(client: ConciergeClient, question: str) -> str:
     """The model's answer asked without Slack (deterministic: temperature 0, fixed seed)."""
-    events = await collect(await client.ask(question, user_id="direct"))
+    events = await collect(await client.ask(Ask(question, "direct")))
     assert isinstance(events[-1], Done), events[-1]
     return events[-1].text
 
@@ -282,15 +284,16 @@ async def test_generated_mentions_never_ping(bot: Bot, broker: Broker, fake: Fak
     answer = "Hi <!channel> and <!here>, ask <@U123|bob> & see <https://evil.example|this>."
     questions: list[Request] = []
 
-    async def scripted_engine(delivery: Delivery) -> None:
-        request = decode_request(delivery.body, delivery.content_type)
+    async def scripted_engine(envelope: Envelope[Request | Cancel]) -> None:
+        request = envelope.message
+        assert isinstance(request, Request)
         questions.append(request)
         fields = {"session_id": request.session_id}
         await broker.send_event(Started(**fields, seq=0, waited_s=0), request.reply_to)
         await broker.send_event(TokenEvent(**fields, seq=1, text=answer), request.reply_to)
         done = Done(**fields, seq=2, text=answer, tokens=1, ttft_s=0, tokens_per_s=0, elapsed_s=0)
         await broker.send_event(done, request.reply_to)
-        await delivery.ack()
+        await envelope.ack()
 
     await broker.consume_requests(scripted_engine)
     await bot.slack.event(mention("is 1 &lt; 2 &amp;&amp; 3 &gt; 2?", "200.1"))
@@ -333,7 +336,7 @@ async def test_the_askers_reaction_stops_the_answer_and_a_strangers_does_not(
     ):
         await bot.slack.event(mention(LONG_QUESTION, "400.1"))
         answer_ts = (await wait_until_shown(fake, "400.1", lambda text, _: len(text) > 10))[0].ts
-        answer = bot.adapter.answers.find(CHANNEL, answer_ts)
+        answer = bot.adapter.answers.find((CHANNEL, answer_ts))
         assert answer is not None
 
         assert await bot.slack.event(reaction(STRANGER, answer_ts)) == 200
@@ -361,7 +364,7 @@ async def test_a_queued_question_is_stopped_by_an_admin_before_it_starts(
         ConciergeClient(settings, "test") as client,
         slack_bot(settings, client, fake) as bot,
     ):
-        running = await client.ask(LONG_QUESTION, user_id="someone")
+        running = await client.ask(Ask(LONG_QUESTION, "someone"))
         await running.next_item()  # the engine is busy with it
         await bot.slack.event(mention("And what about dogs?", "500.1"))
         queued = await wait_until_shown(fake, "500.1", lambda _, footer: footer.startswith("⏳"))

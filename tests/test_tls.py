@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 from pydantic import SecretStr
 
+from bots.ask import Ask
 from bots.client import ConciergeClient
 from broker.amqp import Broker, BrokerUnavailable
 from broker.protocol import Done
@@ -98,7 +99,7 @@ async def test_engine_and_bot_answer_over_amqps(
     engine = await start_engine(over_tls, backend)
     try:
         async with ConciergeClient(over_tls, "test") as client:
-            events = await collect(await client.ask("Say hello.", user_id="u1"))
+            events = await collect(await client.ask(Ask("Say hello.", "u1")))
     finally:
         await engine.stop()
 
