@@ -2,21 +2,26 @@
 
 It has what a real site has: a sitemap index, a sitemap, an RSS feed, robots.txt, articles
 in English and Japanese wrapped in navigation and footer boilerplate, a page that fails,
-and a page that redirects to a host the bot may not fetch.
+and a page that redirects to a host the bot may not fetch. Tests add more: redirects, extra
+sitemap entries, raw bodies (a PDF, a huge page), a generated sitemap of any size.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import hashlib
-from collections.abc import Awaitable, Callable
+import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 LAST_MODIFIED = "Mon, 06 May 2024 10:00:00 GMT"
+ROBOTS = "User-agent: *\nDisallow: /private/\n"
 
 PAGE = """<!doctype html>
 <html lang="{lang}"><head><meta charset="utf-8"><title>{title} | Team Site</title></head>
@@ -93,6 +98,7 @@ class Hit:
     path: str
     status: int
     conditional: bool
+    at: float = 0.0  # time.monotonic() when the request came in
 
 
 @dataclass
@@ -107,6 +113,12 @@ class FakeSite:
     )
     failing: set[str] = field(default_factory=lambda: {"/articles/broken"})
     hits: list[Hit] = field(default_factory=list)
+    robots: str = ROBOTS
+    extra_locs: list[str] = field(default_factory=list)  # more URLs in the articles sitemap
+    extra_sitemaps: list[str] = field(default_factory=list)  # more children of the index
+    redirects: dict[str, str] = field(default_factory=dict)  # path -> 302 to this URL
+    raw: dict[str, tuple[str, bytes]] = field(default_factory=dict)  # path -> (type, body)
+    generated: int = 0  # /generated-sitemap.xml(.gz) lists /gen/0 … /gen/<generated - 1>
     base: str = ""
     hanging: asyncio.Event = field(default_factory=asyncio.Event)  # /slow has been requested
     release: asyncio.Event = field(default_factory=asyncio.Event)  # lets /slow answer
@@ -117,11 +129,18 @@ class FakeSite:
         app.router.add_get("/sitemap_index.xml", self._sitemap_index)
         app.router.add_get("/sitemap-articles.xml", self._sitemap)
         app.router.add_get("/feed.xml", self._feed)
+        app.router.add_get("/generated-sitemap.xml", self._generated_sitemap)
+        app.router.add_get("/generated-sitemap.xml.gz", self._generated_sitemap_gz)
         app.router.add_get("/articles/moved", self._moved)
         app.router.add_get("/slow", self._slow)
         app.router.add_get("/{path:.*}", self._page)
         app.middlewares.append(self._record)
         return app
+
+    @property
+    def netloc(self) -> str:
+        """host:port, as an entry of ``site_allowed_hosts``."""
+        return urlsplit(self.base).netloc
 
     def downloads(self) -> set[str]:
         """Paths of articles sent in full (200), as opposed to 304 Not Modified."""
@@ -129,32 +148,42 @@ class FakeSite:
 
     @web.middleware
     async def _record(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        conditional = "If-None-Match" in request.headers
+        conditional, at = "If-None-Match" in request.headers, time.monotonic()
         try:
             response = await handler(request)
         except web.HTTPException as error:
-            self.hits.append(Hit(request.path, error.status, conditional))
+            self.hits.append(Hit(request.path, error.status, conditional, at))
             raise
-        self.hits.append(Hit(request.path, response.status, conditional))
+        self.hits.append(Hit(request.path, response.status, conditional, at))
         return response
 
     async def _robots(self, _: web.Request) -> web.Response:
-        return web.Response(text="User-agent: *\nDisallow: /private/\n")
+        return web.Response(text=self.robots)
 
     async def _sitemap_index(self, _: web.Request) -> web.Response:
         if "/sitemap_index.xml" in self.failing:
             raise web.HTTPInternalServerError()
         return _xml(
             '<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
-            f"<sitemap><loc>{self.base}/sitemap-articles.xml</loc></sitemap></sitemapindex>"
+            f"<sitemap><loc>{self.base}/sitemap-articles.xml</loc></sitemap>"
+            + "".join(f"<sitemap><loc>{loc}</loc></sitemap>" for loc in self.extra_sitemaps)
+            + "</sitemapindex>"
         )
 
     async def _sitemap(self, _: web.Request) -> web.Response:
         paths = ["/articles/widgets", "/articles/gears", "/articles/tokyo-office"]
         paths += ["/articles/broken", "/articles/moved", "/private/secret"]
         locs = [f"{self.base}{path}" for path in paths] + [f"{self.foreign_base}/listed"]
-        urls = "".join(f"<url><loc>{loc}</loc></url>" for loc in locs)
-        return _xml(f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>')
+        return _xml(_urlset([*locs, *self.extra_locs]))
+
+    async def _generated_sitemap(self, _: web.Request) -> web.Response:
+        return _xml(_urlset(f"{self.base}/gen/{n}" for n in range(self.generated)))
+
+    async def _generated_sitemap_gz(self, request: web.Request) -> web.Response:
+        """Packed, and typed as plain bytes the way many servers send .gz files."""
+        xml = (await self._generated_sitemap(request)).text or ""
+        packed = gzip.compress(xml.encode())
+        return web.Response(body=packed, content_type="application/octet-stream")
 
     async def _feed(self, _: web.Request) -> web.Response:
         items = "".join(
@@ -175,9 +204,12 @@ class FakeSite:
     async def _page(self, request: web.Request) -> web.Response:
         if request.path in self.failing:
             raise web.HTTPInternalServerError()
-        page = self.articles.get(request.path) or (
-            SECRET if request.path == "/private/secret" else None
-        )
+        if request.path in self.redirects:
+            raise web.HTTPFound(self.redirects[request.path])
+        if request.path in self.raw:
+            content_type, body = self.raw[request.path]
+            return web.Response(body=body, headers={"Content-Type": content_type})
+        page = self._article(request.path)
         if page is None:
             raise web.HTTPNotFound()
         lang, title, paragraphs = page
@@ -189,6 +221,14 @@ class FakeSite:
             return web.Response(status=304, headers={"ETag": etag})
         headers = {"ETag": etag, "Last-Modified": LAST_MODIFIED}
         return web.Response(text=html, content_type="text/html", headers=headers)
+
+    def _article(self, path: str) -> tuple[str, str, list[str]] | None:
+        if path == "/private/secret":
+            return SECRET
+        number = path.removeprefix("/gen/")
+        if path.startswith("/gen/") and number.isdigit() and int(number) < self.generated:
+            return ("en", f"Generated article {number}", [f"Article {number} says hello. " * 5])
+        return self.articles.get(path)
 
 
 @dataclass
@@ -205,6 +245,11 @@ class ForeignSite:
     async def _any(self, request: web.Request) -> web.Response:
         self.hits.append(request.path)
         return web.Response(text="<html><body><p>Not your site.</p></body></html>")
+
+
+def _urlset(locs: Iterable[str]) -> str:
+    urls = "".join(f"<url><loc>{loc}</loc></url>" for loc in locs)
+    return f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}</urlset>'
 
 
 def _xml(text: str) -> web.Response:

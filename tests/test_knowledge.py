@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -11,6 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from broker.protocol import make_request
 from config.settings import Settings
 from engine.knowledge import (
     NO_ARTICLES_MESSAGE,
@@ -20,12 +22,14 @@ from engine.knowledge import (
     RescrapeStopped,
     ScrapeProgress,
     ScrapeResult,
-    build_prompt_context,
     format_sources,
+    render_passages,
     rescrape,
     select_passages,
 )
 from engine.knowledge.discover import parse_feed
+from engine.llm import ChatMessage
+from engine.prompt import SitePrompts, chat_messages
 from tests.site_fixture import FakeSite, ForeignSite
 
 ALLOWED_ARTICLES = {"widgets", "gears", "tokyo-office", "holidays"}
@@ -39,7 +43,7 @@ def settings(site: FakeSite, tmp_path: Path) -> Settings:
         kb_path=tmp_path / "kb" / "kb.sqlite3",
         site_sitemap_url=f"{site.base}/sitemap_index.xml",
         site_feed_url=f"{site.base}/feed.xml",
-        site_allowed_hosts=["127.0.0.1"],
+        site_allowed_hosts=[site.netloc],
         scrape_delay_s=0.01,
         scrape_timeout_s=5,
     )
@@ -143,7 +147,11 @@ async def test_failed_pages_are_counted_and_the_rest_go_on(settings: Settings) -
     result = await scrape(settings)
 
     assert result.failed == 2
-    reasons = {failure.url.rsplit("/", 1)[-1]: failure.reason for failure in result.failures}
+    reasons = {
+        failure.url.rsplit("/", 1)[-1]: failure.reason
+        for failure in result.failures
+        if failure.outcome == "failed"
+    }
     assert set(reasons) == {"broken", "moved"}
     assert reasons["broken"] == "HTTP 500"
     assert "2 failed" in result.text
@@ -157,11 +165,14 @@ async def test_progress_reports_counts_as_it_goes(settings: Settings) -> None:
     assert reports[0].phase == "discovering"
     fetching = [report for report in reports if report.phase == "fetching"]
     assert fetching[0].found == 8  # 7 sitemap URLs + 1 more from the feed
-    assert [report.done for report in fetching] == list(range(9))
-    assert reports[-1].phase == "done"
-    final = reports[-1]
+    assert fetching[0].done == 0
+    assert len(fetching) < 8  # at most one a second, not one a page
+    final = fetching[-1]  # the last counts always go out before the next phase
     assert (final.fetched, final.unchanged, final.failed, final.skipped) == (4, 0, 2, 2)
     assert final.text == "Rescrape: 8/8 pages (4 fetched, 0 unchanged, 2 failed, 2 skipped)"
+    assert reports[-1].text == (
+        "Rescrape: saving 4 articles (4 fetched, 0 unchanged, 2 failed, 2 skipped)…"
+    )
     assert result.fetched == final.fetched
 
 
@@ -189,7 +200,7 @@ async def test_stopped_rescrape_keeps_the_previous_knowledge_base(
         await scrape(
             settings,
             on_progress=progressed.append,
-            should_stop=lambda: any(report.done >= 1 for report in progressed),
+            should_stop=lambda: any("/articles/" in hit.path for hit in site.hits),
         )
 
     kb = KnowledgeBase(settings.kb_path)
@@ -263,17 +274,17 @@ async def test_empty_knowledge_base(tmp_path: Path) -> None:
     assert not (tmp_path / "missing.sqlite3").exists()
 
 
-def test_build_prompt_context_respects_the_budget() -> None:
+def test_the_selected_passages_render_within_the_budget() -> None:
     passages = [
         Passage(title=f"Article {n}", url=f"https://team.example/{n}", text="word " * 100)
         for n in range(5)
     ]
 
     for budget in (0, 10, 150, 300, 700, 1200, 5000):
-        context = build_prompt_context(passages, max_chars=budget)
+        context = render_passages(select_passages(passages, max_chars=budget))
         assert len(context) <= budget
-    assert build_prompt_context(passages, 5000).count("[") == 5
-    small = build_prompt_context(passages, 300)
+    assert render_passages(select_passages(passages, 5000)).count("[") == 5
+    small = render_passages(select_passages(passages, 300))
     assert small.startswith("[1] Article 0 (https://team.example/0)\n")
     assert small.endswith("…")
     assert select_passages(passages, 1200) == passages[:2]  # no room left worth a cut
@@ -304,6 +315,47 @@ async def test_sources_name_the_article_that_answered(settings: Settings, site: 
     assert format_sources(passages) == (
         f"Sources:\n- The widget warranty explained <{site.base}/articles/widgets>"
     )
+
+
+async def test_a_prompt_shows_the_model_the_passages_it_cites(
+    settings: Settings, site: FakeSite
+) -> None:
+    await scrape(settings)
+    request = make_request(reply_to="b", user_id="u", question="widget warranty?", ttl_s=30)
+
+    prompt = SitePrompts(settings).build(request)
+
+    system, question = prompt.messages
+    assert question == ChatMessage("user", "widget warranty?")
+    assert system.content.startswith(settings.system_prompt)
+    cited = re.findall(r"<(http[^>]+)>", prompt.appendix)
+    shown = re.findall(r"^\[\d+\] .* \((http[^)]+)\)$", system.content, re.MULTILINE)
+    assert f"{site.base}/articles/widgets" in cited
+    assert cited == list(dict.fromkeys(shown))  # each shown article cited once, in rank order
+
+
+async def test_a_prompt_from_an_empty_knowledge_base_is_the_question_and_a_note(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(_env_file=None, kb_path=tmp_path / "none.sqlite3")  # type: ignore[call-arg]
+    request = make_request(reply_to="b", user_id="u", question="Hello?", ttl_s=30)
+
+    prompt = SitePrompts(settings).build(request)
+
+    assert prompt.messages == chat_messages(settings.system_prompt, "Hello?")
+    assert NO_ARTICLES_MESSAGE in prompt.appendix
+
+
+def test_chat_messages_are_system_with_articles_then_history_then_question() -> None:
+    earlier = [ChatMessage("user", "Hi"), ChatMessage("assistant", "Hello!")]
+
+    messages = chat_messages("Be brief.", "And now?", articles="[1] A (u)\ntext", history=earlier)
+
+    assert [message.role for message in messages] == ["system", "user", "assistant", "user"]
+    assert messages[0].content.startswith("Be brief.\n\n")
+    assert messages[0].content.endswith("[1] A (u)\ntext")
+    assert messages[1:3] == earlier and messages[-1] == ChatMessage("user", "And now?")
+    assert chat_messages("Be brief.", "Q")[0] == ChatMessage("system", "Be brief.")
 
 
 def test_atom_feed_links_are_found() -> None:

@@ -1,23 +1,31 @@
 """Fetch every article URL concurrently and sort each into fetched, unchanged, failed, skipped.
 
-A page that fails is counted and the rest go on; only a stop ends the crawl early.
+A page that fails is counted, logged with its reason, and the rest go on; only a stop ends
+the crawl early.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
+from typing import Literal
 
+from .errors import FetchError, PageSkipped
 from .extract import NoArticleText, extract_article
-from .fetch import FetchError, HostPolicy, RobotsDisallowed, SiteFetcher
+from .fetch import SiteFetcher
+from .hosts import NOT_ALLOWED, HostPolicy
 from .models import Article, PageFailure, Validators
 from .progress import ProgressReporter
 from .stopping import StopCheck, run_until_stopped
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class CrawlOutcome:
-    """New article texts, plus the URLs whose stored copy carries over to the new base."""
+    """New article texts, the URLs whose stored copy carries over to the new base, and the
+    pages not read, each with its reason."""
 
     articles: list[Article] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)
@@ -48,7 +56,7 @@ class Crawl:
 
     async def _page(self, url: str) -> None:
         if not self._policy.allows(url):
-            self._progress.count("skipped")
+            self._not_read(url, NOT_ALLOWED, "skipped")
         else:
             await self._fetch(url)
         self._stop.check()  # after each page; run_until_stopped then cancels the others
@@ -57,8 +65,8 @@ class Crawl:
         validators = self._previous.get(url)
         try:
             response = await self._fetcher.get(url, _conditional_headers(validators))
-        except RobotsDisallowed:
-            self._progress.count("skipped")
+        except PageSkipped as error:
+            self._not_read(url, error.reason, "skipped")
             return
         except FetchError as error:
             self._fail(url, error.reason, keep_old=error.transient)
@@ -87,8 +95,15 @@ class Crawl:
         """Count the failure; a page that is only down for now keeps its stored copy."""
         if keep_old and url in self._previous:
             self.outcome.kept.append(url)
-        self.outcome.failures.append(PageFailure(url, reason))
-        self._progress.count("failed")
+            reason = f"{reason}; its stored copy is kept"
+        self._not_read(url, reason, "failed")
+
+    def _not_read(self, url: str, reason: str, outcome: Literal["failed", "skipped"]) -> None:
+        """One log line per page, and the reason kept for the summary."""
+        level = logging.WARNING if outcome == "failed" else logging.INFO
+        log.log(level, "rescrape: %s %s: %s", outcome, url, reason)
+        self.outcome.failures.append(PageFailure(url, reason, outcome))
+        self._progress.count(outcome)
 
 
 def _conditional_headers(validators: Validators | None) -> dict[str, str]:

@@ -1,4 +1,12 @@
-"""The two ways a rescrape ends without switching the knowledge base."""
+"""How a rescrape, or one request of it, goes wrong.
+
+``RescrapeStopped`` and ``RescrapeFailed`` end a rescrape without switching the knowledge base;
+``FetchError`` and its kinds end one page (or sitemap) and are turned into a ``PageFailure``.
+"""
+
+from __future__ import annotations
+
+from .models import PageFailure
 
 
 class RescrapeStopped(Exception):
@@ -8,5 +16,48 @@ class RescrapeStopped(Exception):
 class RescrapeFailed(Exception):
     """Nothing usable came back (no source, no articles, a sitemap that failed).
 
-    Raised instead of replacing a good knowledge base with an empty or partial one.
+    Raised instead of replacing a good knowledge base with an empty or partial one;
+    ``failures`` lists the pages that were tried and why each was not read.
     """
+
+    def __init__(self, message: str, failures: tuple[PageFailure, ...] = ()) -> None:
+        super().__init__(message)
+        self.failures = failures
+
+
+class FetchError(Exception):
+    """A request that gave no usable page. ``status`` is None when no HTTP answer came."""
+
+    def __init__(self, reason: str, status: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+
+    @property
+    def transient(self) -> bool:
+        """A timeout or a server error: the page probably still exists."""
+        return self.status is None or self.status >= 500
+
+
+class NotAllowedHost(FetchError):
+    """An origin outside ``CONCIERGE_SITE_ALLOWED_HOSTS``, or a redirect from https to http."""
+
+    @property
+    def transient(self) -> bool:
+        return False  # asking again changes nothing
+
+
+class PageSkipped(FetchError):
+    """Not read on purpose (robots.txt, not HTML): counted as skipped, not failed."""
+
+    @property
+    def transient(self) -> bool:
+        return False
+
+
+class RobotsDisallowed(PageSkipped):
+    """robots.txt asks us not to fetch this URL."""
+
+
+class NotHtml(PageSkipped):
+    """The page is a PDF, an image or another type the article extractor cannot read."""

@@ -1,43 +1,24 @@
-"""Every HTTP request of a rescrape goes through here: allowed hosts only, robots.txt
-obeyed, redirects followed by hand so each hop's host is checked, and a per-host limit
-with a politeness delay."""
+"""Every HTTP request of a rescrape goes through here: allowed origins only, robots.txt obeyed
+(its Crawl-delay too), redirects followed by hand so each hop is checked, bodies read through
+a reader that caps their size."""
 
 from __future__ import annotations
 
-import asyncio
-import gzip
-import io
-from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin
 
 import aiohttp
 
+from .body import MIB, BodyReader, Collect, read_body
+from .errors import FetchError, NotAllowedHost, RobotsDisallowed
+from .gates import HostGates
+from .hosts import HostPolicy
 from .robots import RobotsCache
 
 MAX_REDIRECTS = 5
-MAX_BODY_BYTES = 10 * 1024 * 1024
+MAX_PAGE_BYTES = 10 * MIB
+MAX_ROBOTS_BYTES = 512 * 1024  # RFC 9309: at least 500 KiB must be read; the rest may be cut
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-GZIP_MAGIC = b"\x1f\x8b"
-
-
-class FetchError(Exception):
-    """A request that gave no usable page. ``status`` is None when no HTTP answer came."""
-
-    def __init__(self, reason: str, status: int | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
-
-    @property
-    def transient(self) -> bool:
-        """A timeout or a server error: the page probably still exists."""
-        return self.status is None or self.status >= 500
-
-
-class RobotsDisallowed(FetchError):
-    """robots.txt asks us not to fetch this URL: skipped, not failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,40 +32,19 @@ class Response:
     last_modified: str | None = None
 
 
-class HostPolicy:
-    """The hosts that may be fetched, compared by host name (any port)."""
+@dataclass(frozen=True, slots=True)
+class _Hop:
+    """One request's answer: a redirect (``location`` set) or the final status."""
 
-    def __init__(self, hosts: Iterable[str]) -> None:
-        self.hosts = frozenset(host.lower() for host in hosts)
-
-    def allows(self, url: str) -> bool:
-        try:
-            parts = urlsplit(url)
-            host = parts.hostname or ""
-        except ValueError:  # a malformed URL, e.g. from a Location header
-            return False
-        return parts.scheme in ("http", "https") and host in self.hosts
-
-
-class HostGates:
-    """At most ``concurrency`` requests per host; each slot rests ``delay_s`` after use."""
-
-    def __init__(self, concurrency: int, delay_s: float) -> None:
-        self._concurrency = concurrency
-        self._delay_s = delay_s
-        self._semaphores: dict[str, asyncio.Semaphore] = {}
-
-    @asynccontextmanager
-    async def slot(self, url: str) -> AsyncIterator[None]:
-        host = urlsplit(url).netloc.lower()
-        semaphore = self._semaphores.setdefault(host, asyncio.Semaphore(self._concurrency))
-        async with semaphore:
-            yield
-            await asyncio.sleep(self._delay_s)
+    url: str
+    status: int
+    location: str | None = None
+    etag: str | None = None
+    last_modified: str | None = None
 
 
 class SiteFetcher:
-    """GETs within the policy; ``get`` returns a 200 or 304 and raises FetchError otherwise."""
+    """GETs within the policy; a page that cannot be had raises a ``FetchError`` saying why."""
 
     def __init__(self, session: aiohttp.ClientSession, policy: HostPolicy, gates: HostGates):
         self._session = session
@@ -94,82 +54,77 @@ class SiteFetcher:
         self._robots = RobotsCache(self._fetch_robots, user_agent)
 
     async def get(self, url: str, headers: dict[str, str] | None = None) -> Response:
-        """Follow up to MAX_REDIRECTS hops, checking host and robots.txt at each."""
-        for _ in range(MAX_REDIRECTS + 1):
-            await self._check(url)
-            status, location, response = await self._request(url, headers or {})
-            if location is None:
-                return _accept(status, response)
-            url = location
-        raise FetchError("too many redirects", status)
+        """A page: a 200 with its HTML (at most MAX_PAGE_BYTES) or a 304."""
+        body = Collect(MAX_PAGE_BYTES, html_only=True)
+        hop = await self._follow(url, headers or {}, body)
+        return Response(hop.url, hop.status, bytes(body.data), hop.etag, hop.last_modified)
 
-    async def _check(self, url: str) -> None:
-        if not self._policy.allows(url):
-            raise FetchError(f"not an allowed host: {url}")
+    async def read(self, url: str, reader: BodyReader) -> None:
+        """A sitemap or feed, streamed into ``reader``; anything but a 200 raises."""
+        hop = await self._follow(url, {}, reader)
+        if hop.status != 200:
+            raise FetchError(f"HTTP {hop.status}", hop.status)
+
+    async def _follow(self, url: str, headers: dict[str, str], reader: BodyReader) -> _Hop:
+        """Up to MAX_REDIRECTS hops, checking origin and robots.txt at each."""
+        redirected_from: str | None = None
+        for _ in range(MAX_REDIRECTS + 1):
+            await self._check(url, redirected_from)
+            hop = await self._request(url, headers, reader)
+            if hop.location is None:
+                if hop.status not in (200, 304):
+                    raise FetchError(f"HTTP {hop.status}", hop.status)
+                return hop
+            redirected_from, url = url, hop.location
+        raise FetchError("too many redirects", hop.status)
+
+    async def _check(self, url: str, redirected_from: str | None) -> None:
+        refusal = self._policy.refusal(url, redirected_from)
+        if refusal is not None:
+            raise NotAllowedHost(f"{refusal} (redirect to {url})" if redirected_from else refusal)
         if not await self._robots.allows(url):
             raise RobotsDisallowed("disallowed by robots.txt")
+        self._gates.space_requests(url, await self._robots.crawl_delay_s(url))
 
-    async def _request(self, url: str, headers: dict[str, str]) -> tuple[int, str | None, Response]:
-        """One hop: (status, redirect target or None, response)."""
+    async def _request(self, url: str, headers: dict[str, str], reader: BodyReader) -> _Hop:
         try:
             async with (
                 self._gates.slot(url),
                 self._session.get(url, headers=headers, allow_redirects=False) as resp,
             ):
                 if resp.status in REDIRECT_STATUSES and "Location" in resp.headers:
-                    location = urljoin(url, resp.headers["Location"])
-                    return resp.status, location, Response(url, resp.status, b"")
-                body = await _read_capped(resp) if resp.status == 200 else b""
+                    return _Hop(url, resp.status, location=urljoin(url, resp.headers["Location"]))
+                if resp.status == 200:
+                    await read_body(resp, reader)
                 etag, modified = resp.headers.get("ETag"), resp.headers.get("Last-Modified")
-                return resp.status, None, Response(url, resp.status, body, etag, modified)
-        except (aiohttp.ClientError, TimeoutError) as error:
+                return _Hop(url, resp.status, None, etag, modified)
+        except TimeoutError:  # before ClientError: aiohttp's timeouts are both
+            raise FetchError(self._timed_out()) from None
+        except aiohttp.ClientError as error:
             raise FetchError(f"{type(error).__name__}: {error}".rstrip(": ")) from None
+
+    def _timed_out(self) -> str:
+        total_s = self._session.timeout.total
+        return f"timed out after {total_s:g} s" if total_s else "timed out"
 
     async def _fetch_robots(self, url: str) -> tuple[int | None, str]:
         """robots.txt itself: redirects followed within the policy, never robots-checked."""
+        redirected_from: str | None = None
         for _ in range(MAX_REDIRECTS + 1):
-            if not self._policy.allows(url):
+            if self._policy.refusal(url, redirected_from) is not None:
                 return None, ""
+            body = Collect(MAX_ROBOTS_BYTES, cut_off=True)
             try:
-                status, location, response = await self._request(url, {})
+                hop = await self._request(url, {}, body)
             except FetchError:
                 return None, ""
-            if location is None:
-                return status, response.body.decode("utf-8", "replace")
-            url = location
+            if hop.location is None:
+                return hop.status, _robots_text(body)
+            redirected_from, url = url, hop.location
         return None, ""
 
 
-def _accept(status: int, response: Response) -> Response:
-    if status not in (200, 304):
-        raise FetchError(f"HTTP {status}", status)
-    return response
-
-
-async def _read_capped(resp: aiohttp.ClientResponse) -> bytes:
-    """The body, refusing pages over MAX_BODY_BYTES; gzip files (sitemap.xml.gz) unpacked."""
-    body = bytearray()
-    async for chunk in resp.content.iter_chunked(64 * 1024):
-        body += chunk
-        if len(body) > MAX_BODY_BYTES:
-            raise FetchError(f"larger than {MAX_BODY_BYTES} bytes", resp.status)
-    if body.startswith(GZIP_MAGIC):
-        return _gunzip_capped(bytes(body))
-    return bytes(body)
-
-
-def _gunzip_capped(data: bytes) -> bytes:
-    try:
-        with gzip.GzipFile(fileobj=io.BytesIO(data)) as unpacked:
-            body = unpacked.read(MAX_BODY_BYTES + 1)
-    except (OSError, EOFError) as error:
-        raise FetchError(f"bad gzip data: {error}", 200) from None
-    if len(body) > MAX_BODY_BYTES:
-        raise FetchError(f"larger than {MAX_BODY_BYTES} bytes unpacked", 200)
-    return body
-
-
-def allowed_hosts(configured: Iterable[str], source_urls: Iterable[str]) -> HostPolicy:
-    """The configured hosts, or when none are set, the hosts of the configured source URLs."""
-    hosts = list(configured) or [urlsplit(url).hostname or "" for url in source_urls]
-    return HostPolicy(host for host in hosts if host)
+def _robots_text(body: Collect) -> str:
+    """The text, without the line the size cap cut in half."""
+    text = body.data.decode("utf-8", "replace")
+    return text.rsplit("\n", 1)[0] if body.was_cut else text

@@ -7,8 +7,8 @@ rescrape that fails, is stopped or is cancelled removes its half-built file and 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
-import tempfile
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -20,15 +20,24 @@ import aiohttp
 from config.settings import Settings
 
 from .builder import build_kb, load_validators
+from .buildfile import build_file, remove_stale_builds
 from .crawl import Crawl, CrawlOutcome
-from .discover import discover_urls
+from .discover import Discovery, discover_urls
 from .errors import RescrapeFailed
-from .fetch import HostGates, SiteFetcher, allowed_hosts
-from .models import ScrapeProgress, ScrapeResult
+from .fetch import SiteFetcher
+from .gates import HostGates
+from .hosts import allowed_hosts
+from .models import PageFailure, ScrapeProgress, ScrapeResult
 from .progress import ProgressReporter
 from .stopping import StopCheck, run_until_stopped
 
 T = TypeVar("T")
+NO_SITE = (
+    "no site configured on the engine: set CONCIERGE_SITE_SITEMAP_URL, CONCIERGE_SITE_FEED_URL "
+    "or CONCIERGE_SITE_URLS where the engine runs (the engine's settings count, not the asker's)"
+)
+NO_ARTICLES_LISTED = "the sitemap, feed and URL list name no articles"
+log = logging.getLogger(__name__)
 
 
 async def rescrape(
@@ -43,18 +52,19 @@ async def rescrape(
     """
     started = time.monotonic()
     progress, stop = ProgressReporter(on_progress), StopCheck(should_stop)
+    await asyncio.to_thread(remove_stale_builds, settings.kb_path)
     progress.phase("discovering")
-    outcome = await _crawl_site(settings, progress, stop)
-    if not outcome.articles and not outcome.kept:
-        counts = progress.current
-        raise RescrapeFailed(
-            f"no article could be read ({counts.failed} failed, {counts.skipped} skipped)"
-        )
-    progress.phase("saving")
-    articles, passages = await _build_and_switch(settings.kb_path, outcome, stop)
-    progress.phase("done")
+    try:
+        discovery, crawled = await _crawl_site(settings, progress, stop)
+    finally:
+        progress.flush()  # the last counts reach the asker, however the crawl ended
+    failures = _in_order([*discovery.skipped, *crawled.failures])
+    if not crawled.articles and not crawled.kept:
+        raise RescrapeFailed(_nothing_read(progress.current, failures), failures)
+    progress.phase("saving", articles=len(crawled.articles) + len(crawled.kept))
+    articles, passages = await _build_and_switch(settings.kb_path, crawled, stop)
     counts = progress.current
-    return ScrapeResult(
+    result = ScrapeResult(
         articles=articles,
         passages=passages,
         fetched=counts.fetched,
@@ -62,13 +72,16 @@ async def rescrape(
         failed=counts.failed,
         skipped=counts.skipped,
         elapsed_s=time.monotonic() - started,
-        failures=tuple(outcome.failures),
+        failures=failures,
+        max_pages_reached=settings.site_max_pages if discovery.capped else None,
     )
+    log.info("%s", result.text.split("\n", 1)[0])
+    return result
 
 
 async def _crawl_site(
     settings: Settings, progress: ProgressReporter, stop: StopCheck
-) -> CrawlOutcome:
+) -> tuple[Discovery, CrawlOutcome]:
     sources = _sources(settings)
     policy = allowed_hosts(settings.site_allowed_hosts, sources)
     previous = await asyncio.to_thread(load_validators, settings.kb_path)
@@ -76,21 +89,38 @@ async def _crawl_site(
         gates = HostGates(settings.scrape_concurrency_per_host, settings.scrape_delay_s)
         fetcher = SiteFetcher(session, policy, gates)
         discovery = discover_urls(
-            fetcher, settings.site_sitemap_url, settings.site_feed_url, settings.site_urls
+            fetcher,
+            settings.site_sitemap_url,
+            settings.site_feed_url,
+            settings.site_urls,
+            settings.site_max_pages,
         )
-        [urls] = await run_until_stopped([discovery], stop)
-        if not urls:
-            raise RescrapeFailed("the sitemap, feed and URL list name no articles")
-        progress.phase("fetching", found=len(urls))
-        return await Crawl(fetcher, policy, previous, progress, stop).run(urls)
+        [found] = await run_until_stopped([discovery], stop)
+        if not found.urls:
+            raise RescrapeFailed(NO_ARTICLES_LISTED, tuple(found.skipped))
+        if found.capped:
+            log.warning("rescrape: the site lists more than %d pages", settings.site_max_pages)
+        progress.phase("fetching", found=len(found.urls))
+        crawled = await Crawl(fetcher, policy, previous, progress, stop).run(found.urls)
+        return found, crawled
 
 
 def _sources(settings: Settings) -> list[str]:
     sources = [settings.site_sitemap_url, settings.site_feed_url, *settings.site_urls]
     configured = [url for url in sources if url]
     if not configured:
-        raise RescrapeFailed("no site configured: set site_sitemap_url, site_feed_url or site_urls")
+        raise RescrapeFailed(NO_SITE)
     return configured
+
+
+def _in_order(failures: list[PageFailure]) -> tuple[PageFailure, ...]:
+    """Failed before skipped: what needs fixing comes first in the summary."""
+    return tuple(sorted(failures, key=lambda failure: failure.outcome != "failed"))
+
+
+def _nothing_read(counts: ScrapeProgress, failures: tuple[PageFailure, ...]) -> str:
+    first = f"; first: {failures[0].text}" if failures else ""
+    return f"no article could be read ({counts.failed} failed, {counts.skipped} skipped{first})"
 
 
 def _session(settings: Settings) -> aiohttp.ClientSession:
@@ -104,24 +134,14 @@ def _session(settings: Settings) -> aiohttp.ClientSession:
 async def _build_and_switch(
     kb_path: Path, outcome: CrawlOutcome, stop: StopCheck
 ) -> tuple[int, int]:
-    """Build next to ``kb_path`` (same file system, so the rename is atomic), then rename."""
-    building = _new_build_file(kb_path)  # quick, and in the loop so nothing can orphan it
-    try:
+    """Build next to ``kb_path``, then rename it into place."""
+    with build_file(kb_path) as building:  # made in the loop, so nothing can orphan it
         counts = await _finish_in_thread(
             build_kb, building, kb_path, outcome.articles, outcome.kept, datetime.now(UTC)
         )
         stop.check()
         os.replace(building, kb_path)
         return counts
-    finally:
-        building.unlink(missing_ok=True)
-
-
-def _new_build_file(kb_path: Path) -> Path:
-    kb_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(dir=kb_path.parent, prefix=f".{kb_path.name}.", suffix=".new")
-    os.close(fd)
-    return Path(name)
 
 
 async def _finish_in_thread(func: Callable[..., T], *args: object) -> T:

@@ -1,0 +1,435 @@
+"""A rescrape held strictly to the site (origins, page cap, size caps, Crawl-delay) and open
+about what it did: a reason for every page not read, throttled progress, its own summary.
+
+Against the real knowledge package and a real local site (tests/site_fixture.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import itertools
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from xml.etree import ElementTree
+
+import aiohttp
+import pytest
+
+from config.origins import parse_allowed_origin
+from config.settings import ConfigError, Settings, load_settings
+from engine.knowledge import (
+    PageFailure,
+    RescrapeFailed,
+    ScrapeProgress,
+    ScrapeResult,
+    remove_stale_builds,
+    rescrape,
+)
+from engine.knowledge.discover import UrlList
+from engine.knowledge.hosts import DOWNGRADE, NOT_ALLOWED, HostPolicy, allowed_hosts
+from engine.knowledge.progress import ProgressReporter
+from engine.knowledge.sitemap import SitemapReader
+from tests.site_fixture import FakeSite, ForeignSite
+from tests.site_fixture import start as start_site
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def settings(site: FakeSite, tmp_path: Path) -> Settings:
+    """Only the site and a file: these tests need no broker."""
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        kb_path=tmp_path / "kb" / "kb.sqlite3",
+        site_sitemap_url=f"{site.base}/sitemap_index.xml",
+        site_feed_url=f"{site.base}/feed.xml",
+        site_allowed_hosts=[site.netloc],
+        scrape_delay_s=0.01,
+        scrape_timeout_s=5,
+    )
+
+
+@pytest.fixture
+async def other_port() -> AsyncIterator[tuple[ForeignSite, str]]:
+    """The site's own host, 127.0.0.1, on another port: not allowed; records any request."""
+    other = ForeignSite()
+    server = await start_site(other.app())
+    yield other, f"http://127.0.0.1:{server.port}"
+    await server.close()
+
+
+async def scrape(
+    settings: Settings, on_progress: Callable[[ScrapeProgress], None] | None = None
+) -> ScrapeResult:
+    return await rescrape(settings, on_progress or (lambda _: None), lambda: False)
+
+
+def only_urls(settings: Settings, *urls: str, **changes: object) -> Settings:
+    """The same site, read from a plain URL list."""
+    update = {"site_sitemap_url": None, "site_feed_url": None, "site_urls": list(urls)}
+    return settings.model_copy(update={**update, **changes})
+
+
+def listing(directory: Path) -> list[Path]:
+    return sorted(directory.iterdir())
+
+
+def by_slug(failures: tuple[PageFailure, ...]) -> dict[str, PageFailure]:
+    return {failure.url.rsplit("/", 1)[-1]: failure for failure in failures}
+
+
+# --- allowed hosts are origins ---------------------------------------------------------------
+
+
+async def test_another_port_of_the_allowed_host_is_refused_in_a_sitemap_and_a_redirect(
+    settings: Settings, site: FakeSite, other_port: tuple[ForeignSite, str]
+) -> None:
+    other, other_base = other_port
+    site.extra_locs += [f"{other_base}/listed-elsewhere", f"{site.base}/articles/hop"]
+    site.redirects["/articles/hop"] = f"{other_base}/stolen"
+
+    result = await scrape(settings)
+
+    assert other.hits == []
+    failures = by_slug(result.failures)
+    assert failures["listed-elsewhere"] == PageFailure(
+        f"{other_base}/listed-elsewhere", "not an allowed host", "skipped"
+    )
+    assert failures["hop"].outcome == "failed"
+    assert failures["hop"].reason == f"not an allowed host (redirect to {other_base}/stolen)"
+    assert result.articles == 4  # the entry "127.0.0.1:<port>" admits the site itself
+    async with aiohttp.ClientSession() as session, session.get(f"{other_base}/x") as response:
+        assert response.status == 200
+    assert other.hits == ["/x"]  # the recorder works
+
+
+async def test_a_bare_host_allows_only_the_default_port(settings: Settings, site: FakeSite) -> None:
+    bare = settings.model_copy(update={"site_allowed_hosts": ["127.0.0.1"]})
+
+    with pytest.raises(RescrapeFailed, match=r"sitemap_index\.xml: not an allowed host"):
+        await scrape(bare)
+
+    assert site.hits == []
+
+
+POLICY = HostPolicy(
+    parse_allowed_origin(entry)
+    for entry in (
+        "example.com",
+        "https://secure.example",
+        "http://plain.example",
+        "alt.example:8443",
+    )
+)
+
+
+@pytest.mark.parametrize(
+    ("url", "redirected_from", "refusal"),
+    [
+        ("https://example.com/a", None, None),
+        ("http://example.com/a", None, None),
+        ("https://EXAMPLE.com/a", None, None),
+        ("https://example.com:443/a", None, None),
+        ("https://example.com:8443/a", None, NOT_ALLOWED),
+        ("http://example.com:443/a", None, NOT_ALLOWED),
+        ("http://example.com/a", "https://example.com/b", DOWNGRADE),
+        ("https://example.com/a", "http://example.com/b", None),
+        ("http://secure.example/a", None, NOT_ALLOWED),
+        ("http://plain.example/a", "https://elsewhere.example/", None),
+        ("https://plain.example/a", None, NOT_ALLOWED),
+        ("https://alt.example:8443/a", None, None),
+        ("https://alt.example/a", None, NOT_ALLOWED),
+        ("ftp://example.com/a", None, NOT_ALLOWED),
+        ("http://example.com:99999/a", None, NOT_ALLOWED),
+        ("https://evil.example/a", None, NOT_ALLOWED),
+    ],
+)
+def test_an_allowed_host_is_an_origin(
+    url: str, redirected_from: str | None, refusal: str | None
+) -> None:
+    assert POLICY.refusal(url, redirected_from) == refusal
+
+
+def test_unset_allowed_hosts_are_the_origins_of_the_sources() -> None:
+    policy = allowed_hosts([], ["http://127.0.0.1:5000/sitemap.xml", "https://team.example/feed"])
+
+    assert policy.allows("http://127.0.0.1:5000/a")
+    assert not policy.allows("http://127.0.0.1:5001/a")
+    assert policy.allows("https://team.example/a")
+    assert not policy.allows("https://team.example:8443/a")
+
+
+@pytest.mark.parametrize(
+    "value",
+    ['["127.0.0.1:99999"]', "ftp://team.example", "team.example/articles", "user@team.example"],
+)
+def test_a_bad_allowed_hosts_entry_is_a_config_error(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONCIERGE_SITE_ALLOWED_HOSTS", value)
+
+    with pytest.raises(ConfigError, match="CONCIERGE_SITE_ALLOWED_HOSTS"):
+        load_settings(_env_file=None)
+
+
+def test_a_host_with_a_port_is_accepted_and_admits_that_port(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CONCIERGE_SITE_ALLOWED_HOSTS", '["127.0.0.1:18434"]')
+
+    loaded = load_settings(_env_file=None)
+
+    assert allowed_hosts(loaded.site_allowed_hosts, []).allows("http://127.0.0.1:18434/a")
+
+
+async def test_the_engine_exits_78_naming_the_variable_for_a_bad_entry() -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CONCIERGE_")}
+    env["CONCIERGE_SITE_ALLOWED_HOSTS"] = "127.0.0.1:notaport"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cli.main", "engine", env=env, cwd=ROOT,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+
+    assert process.returncode == 78
+    assert "CONCIERGE_SITE_ALLOWED_HOSTS" in stderr.decode()
+    assert "Traceback" not in stderr.decode()
+
+
+async def test_a_child_sitemap_elsewhere_is_skipped_with_a_reason_and_the_rest_goes_on(
+    settings: Settings, site: FakeSite, foreign: tuple[ForeignSite, str]
+) -> None:
+    foreign_site, foreign_base = foreign
+    site.extra_sitemaps += [f"{foreign_base}/sitemap.xml", f"{site.base}/private/sitemap.xml"]
+
+    result = await scrape(settings)
+
+    assert result.articles == 4
+    assert foreign_site.hits == []
+    assert (
+        PageFailure(
+            f"{foreign_base}/sitemap.xml", "sitemap not read: not an allowed host", "skipped"
+        )
+        in result.failures
+    )
+    assert (
+        PageFailure(
+            f"{site.base}/private/sitemap.xml",
+            "sitemap not read: disallowed by robots.txt",
+            "skipped",
+        )
+        in result.failures
+    )
+
+
+# --- limits ----------------------------------------------------------------------------------
+
+
+async def test_discovery_stops_at_the_page_cap_and_says_so(
+    settings: Settings, site: FakeSite
+) -> None:
+    site.generated = 12
+    generated = settings.model_copy(
+        update={"site_sitemap_url": f"{site.base}/generated-sitemap.xml.gz", "site_feed_url": None}
+    )
+    reports: list[ScrapeProgress] = []
+
+    capped = await scrape(generated.model_copy(update={"site_max_pages": 5}), reports.append)
+
+    assert {report.found for report in reports if report.phase == "fetching"} == {5}
+    assert (capped.articles, capped.max_pages_reached) == (5, 5)
+    assert "Stopped at 5 pages (CONCIERGE_SITE_MAX_PAGES): the site lists more." in capped.text
+    assert len([hit for hit in site.hits if hit.path.startswith("/gen/")]) == 5
+
+    whole = await scrape(generated.model_copy(update={"site_max_pages": 12}))
+
+    assert (whole.articles, whole.max_pages_reached) == (12, None)
+    assert "CONCIERGE_SITE_MAX_PAGES" not in whole.text
+
+
+def test_a_sitemap_is_read_piece_by_piece_and_no_further_than_the_cap() -> None:
+    sitemap = (
+        b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9" '
+        b'xmlns:image="http://www.google.com/schemas/sitemap-image/1.1">'
+        b"<url><loc>/a#top</loc><image:image><image:loc>/a.png</image:loc></image:image></url>"
+        + b"".join(b"<url><loc>/p%d</loc><lastmod>2024-05-06</lastmod></url>" % n for n in range(9))
+        + b"</urlset>"
+    )
+    found = UrlList(max_pages=3)
+    reader = SitemapReader("https://team.example/sitemap.xml", found.add)
+
+    for start in range(0, len(sitemap), 7):
+        if not reader.feed(sitemap[start : start + 7]):
+            break
+
+    assert list(found.urls) == [f"https://team.example/{path}" for path in ("a", "p0", "p1")]
+    assert found.capped
+    assert start + 7 < len(sitemap) / 2  # it said "enough" long before the end
+    with pytest.raises(ElementTree.ParseError, match="not a sitemap"):
+        SitemapReader("https://team.example/", found.add).feed(b"<html><body/></html>")
+
+
+async def test_robots_txt_is_read_up_to_its_cap_only(settings: Settings, site: FakeSite) -> None:
+    site.robots = "User-agent: *\n" + "# padding\n" * 60_000 + "Disallow: /articles/\n"
+
+    result = await scrape(only_urls(settings, f"{site.base}/articles/widgets"))
+
+    assert result.fetched == 1  # the Disallow past the first 512 KiB is not read
+
+
+async def test_robots_crawl_delay_spaces_the_requests(settings: Settings, site: FakeSite) -> None:
+    site.robots = "User-agent: *\nCrawl-delay: 0.3\n"
+    pages = [f"{site.base}/articles/{slug}" for slug in ("widgets", "gears", "holidays")]
+
+    result = await scrape(only_urls(settings, *pages, scrape_concurrency_per_host=2))
+
+    assert result.fetched == 3
+    starts = sorted(hit.at for hit in site.hits if hit.path.startswith("/articles/"))
+    gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
+    assert min(gaps) > 0.25  # 0.3 s apart, though two could run at once and the delay is 0.01
+
+
+# --- reasons and progress --------------------------------------------------------------------
+
+
+async def test_every_page_not_read_has_a_reason_a_log_line_and_a_place_in_the_summary(
+    settings: Settings,
+    site: FakeSite,
+    foreign: tuple[ForeignSite, str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    site.raw["/files/report.pdf"] = ("application/pdf", b"%PDF-1.7 not an article")
+    site.raw["/articles/empty"] = ("text/html", b"<html><body><nav>Home</nav></body></html>")
+    site.raw["/articles/huge"] = ("text/html", b"<p>" + b"a" * (11 * 1024 * 1024))
+    paths = ["/articles/widgets", "/articles/gone", "/articles/broken", "/files/report.pdf"]
+    paths += ["/articles/empty", "/articles/huge", "/private/secret", "/slow"]
+    urls = [f"{site.base}{path}" for path in paths] + [f"{foreign[1]}/listed"]
+    caplog.set_level(logging.INFO, logger="engine.knowledge")
+
+    try:
+        result = await scrape(only_urls(settings, *urls, scrape_timeout_s=1.0))
+    finally:
+        site.release.set()
+
+    assert {slug: (f.reason, f.outcome) for slug, f in by_slug(result.failures).items()} == {
+        "gone": ("HTTP 404", "failed"),
+        "broken": ("HTTP 500", "failed"),
+        "empty": ("no article text found", "failed"),
+        "huge": ("too large (over 10 MiB)", "failed"),
+        "slow": ("timed out after 1 s", "failed"),
+        "report.pdf": ("not HTML (application/pdf)", "skipped"),
+        "secret": ("disallowed by robots.txt", "skipped"),
+        "listed": ("not an allowed host", "skipped"),
+    }
+    for failure in result.failures:  # one log line per page, with its reason
+        logged = [r.getMessage() for r in caplog.records if f"{failure.url}:" in r.getMessage()]
+        assert logged == [f"rescrape: {failure.outcome} {failure.text}"]
+    lines = result.text.splitlines()
+    assert lines[0].startswith("Rescrape done: 1 article in the knowledge base (1 fetched, ")
+    assert lines[1] == "Not read:"
+    assert lines[2:7] == [f"- {failure.text}" for failure in result.failures[:5]]
+    assert {failure.outcome for failure in result.failures[:5]} == {"failed"}
+    assert lines[7:] == ["…and 3 more"]
+    assert "tokens" not in result.text
+
+
+async def test_a_site_with_nothing_readable_fails_saying_why(
+    settings: Settings, site: FakeSite
+) -> None:
+    gone = f"{site.base}/articles/gone"
+
+    with pytest.raises(RescrapeFailed) as failed:
+        await scrape(only_urls(settings, gone))
+
+    assert str(failed.value) == (
+        f"no article could be read (1 failed, 0 skipped; first: {gone}: HTTP 404)"
+    )
+    assert failed.value.failures == (PageFailure(gone, "HTTP 404", "failed"),)
+    assert not settings.kb_path.exists()
+
+
+async def test_no_site_configured_names_the_environment_variables(tmp_path: Path) -> None:
+    nothing = Settings(_env_file=None, kb_path=tmp_path / "kb.sqlite3")  # type: ignore[call-arg]
+
+    with pytest.raises(RescrapeFailed) as failed:
+        await scrape(nothing)
+
+    message = str(failed.value)
+    for variable in (
+        "CONCIERGE_SITE_SITEMAP_URL",
+        "CONCIERGE_SITE_FEED_URL",
+        "CONCIERGE_SITE_URLS",
+    ):
+        assert variable in message
+    assert "engine" in message and "site_urls" not in message
+
+
+def test_progress_goes_out_at_most_once_a_second_plus_phases_and_the_last_counts() -> None:
+    now = [0.0]
+    sent: list[ScrapeProgress] = []
+    progress = ProgressReporter(sent.append, clock=lambda: now[0])
+    progress.phase("discovering")
+    progress.phase("fetching", found=20)
+
+    for page in range(20):
+        now[0] = page * 0.25  # four pages a second for five seconds
+        progress.count("fetched")
+    progress.phase("saving", articles=20)
+
+    assert [report.phase for report in sent] == ["discovering", *["fetching"] * 6, "saving"]
+    assert [report.done for report in sent if report.phase == "fetching"] == [0, 5, 9, 13, 17, 20]
+    assert sent[-1].text == (
+        "Rescrape: saving 20 articles (20 fetched, 0 unchanged, 0 failed, 0 skipped)…"
+    )
+
+
+# --- a build left behind ---------------------------------------------------------------------
+
+
+async def test_a_stale_build_file_is_removed_at_the_next_rescrape_but_not_one_being_built(
+    settings: Settings,
+) -> None:
+    kb_dir = settings.kb_path.parent
+    kb_dir.mkdir(parents=True)
+    stale = kb_dir / f".{settings.kb_path.name}.k1ll3d.new"
+    stale.write_bytes(b"half a database")
+    live = kb_dir / f".{settings.kb_path.name}.bu1ld1ng.new"
+    live.write_bytes(b"")
+
+    with live.open("rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        await scrape(settings)
+        assert listing(kb_dir) == sorted([settings.kb_path, live])
+
+    assert remove_stale_builds(settings.kb_path) == [live]
+    assert listing(kb_dir) == [settings.kb_path]
+
+
+async def test_the_build_file_of_a_killed_process_is_removed_once_it_is_gone(
+    tmp_path: Path,
+) -> None:
+    kb_path = tmp_path / "kb.sqlite3"
+    builder = await asyncio.create_subprocess_exec(
+        sys.executable, "-c",
+        "import sys, pathlib; from engine.knowledge.buildfile import build_file\n"
+        "with build_file(pathlib.Path(sys.argv[1])) as path:\n"
+        "    print(path, flush=True); sys.stdin.read()",
+        str(kb_path), cwd=ROOT,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert builder.stdout is not None
+    building = Path((await asyncio.wait_for(builder.stdout.readline(), 30)).decode().strip())
+
+    assert remove_stale_builds(kb_path) == []  # still being built
+    builder.send_signal(signal.SIGKILL)
+    await builder.wait()
+
+    assert listing(tmp_path) == [building]  # a killed process leaves its build file
+    assert remove_stale_builds(kb_path) == [building]
+    assert listing(tmp_path) == []
