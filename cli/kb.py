@@ -1,9 +1,13 @@
 """``concierge kb stats`` and ``concierge kb search``: what the bot knows, for an operator.
 
 They read the knowledge base file directly (read-only), so they work with the engine stopped.
+``CONCIERGE_KB_PATH`` is relative to the current directory by default: the path shown is the
+absolute one, and a missing file is said to be missing rather than shown as empty.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
@@ -11,22 +15,48 @@ from rich.table import Table
 from config.settings import Settings
 from engine.knowledge import KnowledgeBase
 
+NOT_FOUND_HINT = "run this where the engine runs, or build it with 'concierge rescrape'"
+EXCERPT_CHARS = 300
+
 
 def kb_stats(settings: Settings) -> int:
-    stats = KnowledgeBase(settings.kb_path).stats()
-    Console(soft_wrap=True).print(f"[bold]{settings.kb_path}[/]: {stats.text}")
+    console = Console(soft_wrap=True)
+    path = _existing(settings, console)
+    if path is None:
+        return 1
+    console.print(f"[bold]{path}[/]: {KnowledgeBase(path).stats().text}")
     return 0
 
 
 def kb_search(settings: Settings, words: str, limit: int = 5) -> int:
-    passages = KnowledgeBase(settings.kb_path).search(words, limit)
     console = Console()
+    path = _existing(settings, console)
+    if path is None:
+        return 1
+    passages = KnowledgeBase(path).search(words, limit)
     if not passages:
         console.print("no passage matches")
         return 1
-    table = Table("score", "article", "passage", show_lines=True)
+    table = Table("relevance\n(bm25, higher\nis better)", "article", "passage", show_lines=True)
     for passage in passages:
-        excerpt = passage.text if len(passage.text) < 300 else passage.text[:300] + "…"
-        table.add_row(f"{passage.score:.2f}", f"{passage.title}\n{passage.url}", excerpt)
+        excerpt = passage.text
+        if len(excerpt) > EXCERPT_CHARS:
+            excerpt = excerpt[:EXCERPT_CHARS] + "…"
+        table.add_row(relevance(passage.score), f"{passage.title}\n{passage.url}", excerpt)
     console.print(table)
     return 0
+
+
+def relevance(bm25: float) -> str:
+    """SQLite's bm25 is negative, lower is better, 0 for a substring match: shown negated, so
+    higher is better, and never as ``-0.00``."""
+    return f"{max(-bm25, 0.0) + 0.0:.2f}"
+
+
+def _existing(settings: Settings, console: Console) -> Path | None:
+    """The knowledge base's absolute path, or None (said on ``console``) when there is none."""
+    path = settings.kb_path.resolve()
+    if path.exists():
+        return path
+    console.print(f"no knowledge base at {path} (CONCIERGE_KB_PATH); {NOT_FOUND_HINT}")
+    return None

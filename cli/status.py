@@ -1,8 +1,10 @@
 """``concierge status``: the queues, the engine and the knowledge base on one screen.
 
 Queue figures come from passive declares (``message_count``, ``consumer_count``), which create
-nothing and need no management plugin; the engine's health from its ``/healthz``; the
-knowledge base from its file. Exit 0 when an engine is there to answer, 1 otherwise, 69 (from
+nothing and need no management plugin; the engine's health from its ``/healthz``: whether it
+is answering, its counts, and its knowledge base (``answering`` and ``knowledge_base``). An
+engine that does not report its knowledge base leaves the local ``CONCIERGE_KB_PATH`` file to
+show, labelled as local. Exit 0 when an engine is there to answer, 1 otherwise, 69 (from
 ``main``) when the broker cannot be reached.
 """
 
@@ -21,6 +23,8 @@ from broker.amqp import peek_queues
 from broker.protocol import Names
 from config.settings import Settings
 from engine.knowledge import KnowledgeBase
+
+Health = dict[str, Any]  # the JSON of /healthz
 
 HEALTH_TIMEOUT_S = 3.0
 ANY_ADDRESS = {"0.0.0.0", "::", ""}
@@ -78,7 +82,7 @@ def health_url(settings: Settings) -> str | None:
     return f"http://{host}:{port}/healthz"
 
 
-async def read_health(url: str | None) -> dict[str, Any] | None:
+async def read_health(url: str | None) -> Health | None:
     """The engine's own view of itself, or None if it does not answer."""
     if url is None:
         return None
@@ -88,7 +92,7 @@ async def read_health(url: str | None) -> dict[str, Any] | None:
             aiohttp.ClientSession(timeout=timeout) as http,
             http.get(url) as response,
         ):
-            health: dict[str, Any] = await response.json(content_type=None)
+            health: Health = await response.json(content_type=None)
             return health
     except (aiohttp.ClientError, TimeoutError, ValueError):
         return None
@@ -106,13 +110,16 @@ async def status_command(
     queues, health = await asyncio.gather(
         read_queues(settings, engine_names, bot_names), read_health(url)
     )
-    console = console or Console()
+    console = console or Console(soft_wrap=True)  # long paths: the terminal wraps, not rich
     console.print(_queue_table(settings, queues))
     engine_alive = _engine_alive(queues, health)
-    for line in _engine_lines(queues, health, url, engine_alive):
-        console.print(line)
-    stats = await asyncio.to_thread(KnowledgeBase(settings.kb_path).stats)
-    console.print(f"[bold]knowledge base[/] {settings.kb_path}: {stats.text}")
+    console.print(_engine_line(queues, engine_alive))
+    if health is None:
+        console.print(_no_health_line(url))
+    else:
+        console.print(health_table(health, url))
+        console.print(requests_table(health))
+    console.print(await knowledge_line(settings, health))
     return 0 if engine_alive else 1
 
 
@@ -126,35 +133,95 @@ def _queue_table(settings: Settings, queues: list[QueueInfo]) -> Table:
     return table
 
 
-def _engine_alive(queues: list[QueueInfo], health: dict[str, Any] | None) -> bool:
-    """An engine consumes its cancel queue for as long as it runs (requests pause during a
-    rescrape), so a consumer there, or a healthy ``/healthz``, means one is alive."""
+def _engine_alive(queues: list[QueueInfo], health: Health | None) -> bool:
+    """An engine consumes its cancel queue for as long as it runs (a rescrape included), so a
+    consumer there, or a healthy ``/healthz``, means one is alive."""
     if health is not None:
         return bool(health.get("ok"))
     return any(q.role.startswith("cancel") and (q.consumers or 0) > 0 for q in queues)
 
 
-def _engine_lines(
-    queues: list[QueueInfo], health: dict[str, Any] | None, url: str | None, alive: bool
-) -> list[str]:
+def _engine_line(queues: list[QueueInfo], alive: bool) -> str:
     request = next(q for q in queues if q.role == "request")
-    workers = request.consumers or 0
-    lines = [
-        f"[bold]engine[/] {'[green]alive[/]' if alive else '[red]not seen[/]'}; "
-        f"{workers} worker(s) taking requests"
-    ]
+    state = "[green]alive[/]" if alive else "[red]not seen[/]"
+    return f"[bold]engine[/] {state}; {plural(request.consumers or 0, 'worker')} taking requests"
+
+
+def _no_health_line(url: str | None) -> str:
     if url is None:
-        lines.append("[bold]health[/] metrics are off (CONCIERGE_METRICS_PORT=0)")
-    elif health is None:
-        lines.append(f"[bold]health[/] no answer from {url}")
-    else:
-        lines.append(
-            f"[bold]health[/] engine {health.get('engine')}: "
-            f"broker connected {_yes(health.get('broker_connected'))}, "
-            f"model loaded {_yes(health.get('model_loaded'))}, "
-            f"requests {health.get('requests', {})}"
+        return "[bold]health[/] metrics are off (CONCIERGE_METRICS_PORT=0)"
+    return f"[bold]health[/] no answer from {url}"
+
+
+def health_table(health: Health, url: str | None) -> Table:
+    """The engine's own view of itself, one row per fact."""
+    table = Table(show_header=False, title=f"engine {health.get('engine')!r} ({url})")
+    table.add_row("broker connected", _yes(health.get("broker_connected")))
+    table.add_row("model loaded", _yes(health.get("model_loaded")))
+    if isinstance(uptime := health.get("uptime_s"), int | float):
+        table.add_row("up for", duration(uptime))
+    if "answering" in health:  # an engine too old to say leaves the row out
+        table.add_row("answering", _answering(health["answering"]))
+    return table
+
+
+def _answering(answering: object) -> str:
+    if not isinstance(answering, dict):
+        return "no (idle)"
+    running_s = answering.get("running_s")
+    took = f" for {duration(running_s)}" if isinstance(running_s, int | float) else ""
+    return f"[green]yes[/]: session {answering.get('session_id')}{took}"
+
+
+def requests_table(health: Health) -> Table:
+    """Requests since the engine started: how many began, and how each ended."""
+    outcomes = health.get("requests")
+    counts = dict(outcomes) if isinstance(outcomes, dict) else {}
+    if "started" in health:
+        counts = {"started": health["started"], **counts}
+    table = Table(*counts, title="requests since the engine started")
+    table.add_row(*(str(count) for count in counts.values()))
+    return table
+
+
+async def knowledge_line(settings: Settings, health: Health | None) -> str:
+    """The engine's knowledge base when it reports one; else the local file, said to be local
+    (a relative CONCIERGE_KB_PATH read from another directory is another file)."""
+    reported = (health or {}).get("knowledge_base")
+    if isinstance(reported, dict):
+        return f"[bold]knowledge base[/] (the engine's) {reported.get('path')}: " + kb_text(
+            reported
         )
-    return lines
+    path = settings.kb_path.resolve()
+    label = f"[bold]knowledge base[/] (local file, the engine's may differ) {path}"
+    if not path.exists():
+        return f"{label}: no such file (CONCIERGE_KB_PATH; run status where the engine runs)"
+    stats = await asyncio.to_thread(KnowledgeBase(path).stats)
+    return f"{label}: {stats.text}"
+
+
+def kb_text(reported: Health) -> str:
+    """``4 articles, 20 passages, last rescrape 2026-11-30T13:02:35Z`` from ``/healthz``."""
+    articles, passages = reported.get("articles", 0), reported.get("passages", 0)
+    return (
+        f"{plural(articles, 'article')}, {plural(passages, 'passage')}, "
+        f"last rescrape {reported.get('last_rescrape') or 'never'}"
+    )
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def duration(seconds: float) -> str:
+    """``12.3 s``, ``4 min 05 s``, ``2 h 03 min``: as precise as a glance needs."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
 
 
 def _yes(value: object) -> str:

@@ -19,6 +19,15 @@ from typing import TextIO
 
 PLAIN_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 NOISY_LOGGERS = ("aio_pika", "aiormq", "aiohttp.access")
+# Library lines that say nothing an operator can use, by logger and message start.
+DROPPED_LINES = (
+    # Each failed connect; the one-line BrokerUnavailable (or, on a reconnect, aio_pika's own
+    # "Connection attempt ... failed" warning) already says it.
+    ("aiormq.connection", "error when creating transport"),
+    # discord.py at every start; the bot never joins a voice channel.
+    ("discord.client", "PyNaCl is not installed"),
+    ("discord.client", "davey is not installed"),
+)
 
 current_session_id: ContextVar[str | None] = ContextVar("concierge_session_id", default=None)
 
@@ -40,6 +49,16 @@ class SessionFilter(logging.Filter):
         if getattr(record, "session_id", None) is None:
             record.session_id = current_session_id.get()
         return True
+
+
+class DropLibraryNoise(logging.Filter):
+    """Drops the ``DROPPED_LINES``: a warning on every start teaches people to ignore warnings."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = str(record.msg)
+        return not any(
+            record.name == name and message.startswith(start) for name, start in DROPPED_LINES
+        )
 
 
 class PlainFormatter(logging.Formatter):
@@ -93,6 +112,7 @@ def setup_logging(
         root.removeHandler(old)
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.concierge = True  # type: ignore[attr-defined]
+    handler.addFilter(DropLibraryNoise())
     handler.addFilter(SessionFilter())
     handler.setFormatter(JsonFormatter() if json_lines else PlainFormatter())
     root.addHandler(handler)

@@ -1,23 +1,34 @@
 """All of Concierge's settings in one pydantic-settings model.
 
 Built once in ``main()`` and passed down; nothing reads the environment anywhere else.
-Every field can be set as ``CONCIERGE_<FIELD NAME>`` (for example ``CONCIERGE_BROKER_URL``).
-Secrets are ``SecretStr``: their repr and str print ``**********``.
+Every field can be set as ``CONCIERGE_<FIELD NAME>`` (for example ``CONCIERGE_BROKER_URL``),
+in the environment or in ``.env``. An empty value means "not set" (the lines people copy from
+``.env.example``); a list is comma-separated or a JSON list. Secrets are ``SecretStr``: their
+repr and str print ``**********``.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
+import re
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
+
+from config.origins import parse_allowed_origin
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are Concierge, a helpful assistant for the team's website. "
     "Answer briefly and plainly. If you do not know, say so."
 )
+GGUF_MAGIC = b"GGUF"  # the first four bytes of every GGUF file
+
+# A list read as written: "a,b", "a" or '["a", "b"]' (NoDecode: pydantic-settings would insist
+# on JSON and fail with a traceback); ``_split_list`` below turns the text into the list.
+TextList = Annotated[list[str], NoDecode]
 
 
 class ConfigError(Exception):
@@ -46,6 +57,7 @@ class Settings(BaseSettings):
         env_prefix="CONCIERGE_",
         env_file=".env",
         extra="ignore",
+        env_ignore_empty=True,  # `CONCIERGE_THREADS=` copied from .env.example means unset
         hide_input_in_errors=True,
     )
 
@@ -83,8 +95,9 @@ class Settings(BaseSettings):
     kb_path: Path = Path("concierge-kb.sqlite3")
     site_sitemap_url: str | None = None
     site_feed_url: str | None = None
-    site_urls: list[str] = []
-    site_allowed_hosts: list[str] = []
+    site_urls: TextList = []
+    site_allowed_hosts: TextList = []
+    site_max_pages: int = Field(500, ge=1)  # a team site's articles, in a few minutes
     scrape_concurrency_per_host: int = Field(2, ge=1, le=16)
     scrape_delay_s: float = Field(0.5, ge=0)
     scrape_timeout_s: float = Field(20.0, gt=0)
@@ -98,10 +111,10 @@ class Settings(BaseSettings):
     rescrape_reply_timeout_s: float = Field(7500.0, gt=0)
     edit_interval_s: float = Field(1.0, ge=0)
     slack_edit_interval_s: float = Field(1.2, ge=0)
-    admin_user_ids: list[str] = []
-    admin_role_ids: list[str] = []
-    allowed_guild_ids: list[str] = []
-    allowed_channel_ids: list[str] = []
+    admin_user_ids: TextList = []
+    admin_role_ids: TextList = []
+    allowed_guild_ids: TextList = []
+    allowed_channel_ids: TextList = []
 
     # --- platforms (unset means: that adapter is not configured) ---
     discord_token: SecretStr | None = None
@@ -123,11 +136,31 @@ class Settings(BaseSettings):
             raise ValueError("must start with amqp:// or amqps://")
         return url
 
+    @field_validator(
+        "site_urls",
+        "site_allowed_hosts",
+        "admin_user_ids",
+        "admin_role_ids",
+        "allowed_guild_ids",
+        "allowed_channel_ids",
+        mode="before",
+    )
+    @classmethod
+    def _split_list(cls, value: object) -> object:
+        return parse_list(value) if isinstance(value, str) else value
+
+    @field_validator("site_allowed_hosts")
+    @classmethod
+    def _allowed_origins(cls, entries: list[str]) -> list[str]:
+        for entry in entries:
+            parse_allowed_origin(entry)  # a bad entry stops the start, not every fetch later
+        return entries
+
     @field_validator("model_path")
     @classmethod
-    def _model_exists(cls, path: Path | None) -> Path | None:
-        if path is not None and not path.is_file():
-            raise ValueError(f"no model file at {path}")
+    def _model_is_gguf(cls, path: Path | None) -> Path | None:
+        if path is not None:
+            check_gguf(path)
         return path
 
     def resolved_model_path(self) -> Path:
@@ -141,14 +174,56 @@ class Settings(BaseSettings):
         return path
 
 
+def parse_list(text: str) -> list[str]:
+    """``a, b`` or ``["a", "b"]`` as a list of strings; a JSON number (a Discord id) is kept as
+    its digits. A value with a comma inside (a URL, rarely) needs the JSON form."""
+    if not text.lstrip().startswith("["):
+        return [item.strip() for item in text.split(",") if item.strip()]
+    try:
+        items = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"not a JSON list ({error.msg}); or write it as a,b,c") from None
+    if not isinstance(items, list):
+        raise ValueError("not a JSON list; or write it as a,b,c")
+    return [str(item) if type(item) is int else item for item in items]
+
+
+def check_gguf(path: Path) -> None:
+    """Fail at start, naming the file, unless it is a GGUF model (llama.cpp would fail later
+    with a long traceback)."""
+    try:
+        with path.open("rb") as file:
+            magic = file.read(len(GGUF_MAGIC))
+    except FileNotFoundError:
+        raise ValueError(f"no model file at {path}") from None
+    except OSError as error:
+        raise ValueError(f"cannot read {path}: {error.strerror}") from None
+    if magic != GGUF_MAGIC:
+        raise ValueError(f"{path} is not a GGUF model file (it does not start with 'GGUF')")
+
+
 def load_settings(**overrides: object) -> Settings:
-    """Build the settings, turning a validation error into a ``ConfigError`` naming each field."""
+    """Build the settings, turning any invalid value into a one-line ``ConfigError`` that names
+    each field and its environment variable."""
     try:
         return Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as error:
         problems = "; ".join(
-            f"{field} (CONCIERGE_{field.upper()}): {issue['msg']}"
+            f"{_variable(str(issue['loc'][0]))}: {_one_line(issue['msg'])}"
             for issue in error.errors()
-            for field in [".".join(str(part) for part in issue["loc"])]
+            if issue["loc"]
         )
         raise ConfigError(f"invalid configuration: {problems}") from None
+    except SettingsError as error:  # a value no validator saw (the source could not parse it)
+        found = re.search(r'field "(\w+)"', str(error))
+        field = _variable(found[1]) if found else "a CONCIERGE_ variable"
+        raise ConfigError(f"invalid configuration: {field}: cannot be read") from None
+
+
+def _variable(field: str) -> str:
+    return f"{field} (CONCIERGE_{field.upper()})"
+
+
+def _one_line(message: str) -> str:
+    """pydantic's message without its ``Value error, `` prefix, on one line."""
+    return " ".join(message.removeprefix("Value error, ").split())

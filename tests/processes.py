@@ -48,7 +48,7 @@ class ConciergeProcess:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "bots.cli",
+            "cli.main",
             role,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import os
 import signal
+import socket
 import sys
+from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from yarl import URL
 
 from broker.amqp import Broker
 from config.settings import ConfigError, Settings
@@ -28,17 +33,19 @@ def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
     return env
 
 
-async def concierge(*args: str, env: dict[str, str]) -> asyncio.subprocess.Process:
+async def concierge(
+    *args: str, env: dict[str, str], cwd: Path = ROOT
+) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "bots.cli",
+        "cli.main",
         *args,
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env=env,
-        cwd=ROOT,
+        env=env | {"PYTHONPATH": str(ROOT)},  # importable from any working directory
+        cwd=cwd,
     )
 
 
@@ -98,13 +105,31 @@ async def test_chat_answers_each_line_and_leaves_on_end_of_input(
     assert stdout.decode().strip()
 
 
-async def test_no_broker_is_a_clear_error_without_the_password(settings: Settings) -> None:
-    env = cli_env(settings, CONCIERGE_BROKER_URL="amqp://guest:s3cret-pw@127.0.0.1:1/")
+async def test_no_broker_is_one_line_saying_what_to_do_without_the_password(
+    settings: Settings, closed_port: int
+) -> None:
+    env = cli_env(settings, CONCIERGE_BROKER_URL=f"amqp://guest:s3cret-pw@127.0.0.1:{closed_port}/")
     process = await concierge("ask", "hello?", env=env)
     _, stderr = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 69
-    assert "cannot reach RabbitMQ at amqp://guest:***@127.0.0.1:1/" in stderr.decode()
-    assert "s3cret-pw" not in stderr.decode()
+    assert stderr.decode().splitlines() == [  # once: aiormq's own ERROR line is dropped
+        f"concierge: cannot reach RabbitMQ at amqp://guest:***@127.0.0.1:{closed_port}/ "
+        "(ConnectionRefusedError); is it running? start it with 'rabbitmq-server -detached' "
+        "(or 'docker compose up -d rabbitmq')"
+    ]
+
+
+async def test_a_refused_broker_login_says_to_check_the_password(settings: Settings) -> None:
+    url = settings.broker_url.get_secret_value()
+    wrong = URL(url).with_password("not-the-password-XYZ")
+    process = await concierge(
+        "ask", "hello?", env=cli_env(settings, CONCIERGE_BROKER_URL=str(wrong))
+    )
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 69
+    [line] = stderr.decode().splitlines()
+    assert "(login refused); check the user and password in CONCIERGE_BROKER_URL" in line
+    assert "not-the-password-XYZ" not in line
 
 
 @pytest.mark.parametrize(
@@ -121,12 +146,9 @@ async def test_bad_config_fails_at_start_naming_the_field(
     process = await concierge("ask", "hello?", env=cli_env(settings, **{variable: value}))
     _, stderr = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode == 78
-    assert field in stderr.decode()
-    assert f"CONCIERGE_{field.upper()}" in stderr.decode()
-
-
-async def test_broker_fixture_is_isolated(broker: Broker, settings: Settings) -> None:
-    assert broker.names.request_queue == f"{settings.prefix}.request"
+    [line] = stderr.decode().splitlines()
+    assert field in line
+    assert f"CONCIERGE_{field.upper()}" in line
 
 
 async def test_rescrape_from_the_terminal_then_kb_stats_and_search(
@@ -134,7 +156,7 @@ async def test_rescrape_from_the_terminal_then_kb_stats_and_search(
 ) -> None:
     engine = await start_engine(site_settings, backend)
     env = cli_env(site_settings, CONCIERGE_SITE_SITEMAP_URL=str(site_settings.site_sitemap_url))
-    env["CONCIERGE_SITE_ALLOWED_HOSTS"] = '["127.0.0.1"]'
+    env["CONCIERGE_SITE_ALLOWED_HOSTS"] = json.dumps(site_settings.site_allowed_hosts)
     process = await concierge("rescrape", env=env)
     stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
     await engine.stop()
@@ -149,6 +171,8 @@ async def test_rescrape_from_the_terminal_then_kb_stats_and_search(
     search_out, _ = await asyncio.wait_for(search.communicate(), 30)
     assert search.returncode == 0
     assert "/articles/widgets" in search_out.decode()
+    assert "higher" in search_out.decode()  # the header says which way the score goes
+    assert "-0.00" not in search_out.decode()
 
 
 async def test_up_without_platforms_runs_the_engine_with_the_terminal_client(
@@ -219,8 +243,8 @@ async def test_ctrl_c_at_an_empty_prompt_leaves_the_chat(
 
 
 def test_under_up_each_adapter_has_a_reply_queue_of_its_own(settings: Settings) -> None:
-    from bots.cli import adapter_settings
     from bots.client import ConciergeClient
+    from cli.main import adapter_settings
 
     named = settings.model_copy(update={"bot_name": "concierge"})
     ids = {
@@ -259,3 +283,165 @@ async def test_ask_beside_a_running_named_bot_uses_a_queue_of_its_own(
         assert process.returncode == 0, stderr.decode()  # under the bot's name: refused, 78
         assert await broker.reply_queue_exists(bot.bot_id)
     await broker.delete_reply_queue("discord")
+
+
+# --- the first hour: settings as people write them, help, unreachable platforms ------------
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A local port that refuses connections: bound, so nothing else takes it, never listening."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+async def test_list_settings_written_with_commas_are_read(settings: Settings) -> None:
+    env = cli_env(
+        settings,
+        CONCIERGE_SITE_URLS="https://example.com/a",
+        CONCIERGE_SITE_ALLOWED_HOSTS="example.com",
+        CONCIERGE_ADMIN_USER_IDS="123,456",
+    )
+    process = await concierge("kb", "stats", env=env)
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert stderr.decode() == ""
+    assert "no knowledge base at" in stdout.decode()  # got past the settings to the command
+    assert process.returncode == 1
+
+
+async def test_an_invalid_list_setting_is_one_line_naming_the_variable(settings: Settings) -> None:
+    env = cli_env(settings, CONCIERGE_ADMIN_USER_IDS='["123", ')
+    process = await concierge("kb", "stats", env=env)
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 78
+    [line] = stderr.decode().splitlines()
+    assert "CONCIERGE_ADMIN_USER_IDS" in line
+
+
+EMPTY_LINES = {"CONCIERGE_THREADS": "", "CONCIERGE_MODEL_PATH": "", "CONCIERGE_DISCORD_TOKEN": ""}
+
+
+async def test_empty_lines_copied_from_env_example_mean_unset(settings: Settings) -> None:
+    """An empty token is no token: the Discord command says it is not set (no login tried)."""
+    process = await concierge("discord", env=cli_env(settings, **EMPTY_LINES))
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 78
+    assert stderr.decode().splitlines() == [
+        "concierge: discord_token (CONCIERGE_DISCORD_TOKEN): not set"
+    ]
+
+
+async def test_empty_lines_in_dot_env_mean_unset(settings: Settings, tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("".join(f"{name}=\n" for name in EMPTY_LINES))
+    process = await concierge("discord", env=cli_env(settings), cwd=tmp_path)
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 78
+    assert "CONCIERGE_DISCORD_TOKEN): not set" in stderr.decode()
+
+
+async def test_a_model_file_that_is_not_gguf_is_one_line_naming_it(settings: Settings) -> None:
+    not_a_model = ROOT / "README.md"
+    env = cli_env(settings, CONCIERGE_MODEL_PATH=str(not_a_model))
+    process = await concierge("engine", env=env)
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 78
+    [line] = stderr.decode().splitlines()
+    assert "CONCIERGE_MODEL_PATH" in line
+    assert f"{not_a_model} is not a GGUF model file" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [((), ["engine", "chat", "status", "kb", "bench"]), (("kb",), ["stats", "search"])],
+)
+async def test_without_a_command_the_help_is_printed(
+    settings: Settings, args: tuple[str, ...], shown: list[str]
+) -> None:
+    process = await concierge(*args, env=cli_env(settings))
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 2
+    assert "required" not in stderr.decode()
+    assert stdout.decode().startswith("usage: concierge")
+    for command in shown:
+        assert f"\n    {command} " in stdout.decode()
+
+
+async def test_version_prints_the_package_version(settings: Settings) -> None:
+    process = await concierge("--version", env=cli_env(settings))
+    stdout, _ = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0
+    assert stdout.decode().strip() == f"concierge {version('concierge')}"
+
+
+def test_every_command_and_option_has_a_description() -> None:
+    from cli.main import build_parser
+
+    missing: list[str] = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        for action in parser._actions:
+            if not action.help:
+                missing.append(f"{path} {'/'.join(action.option_strings) or action.dest}")
+            if isinstance(action, argparse._SubParsersAction):
+                described = {choice.dest for choice in action._choices_actions if choice.help}
+                for name, subparser in action.choices.items():
+                    if name not in described:
+                        missing.append(f"{path} {name}")
+                    walk(subparser, f"{path} {name}")
+
+    walk(build_parser(), "concierge")
+    assert missing == []
+
+
+async def test_slack_unreachable_is_one_line_and_exit_69(
+    settings: Settings, closed_port: int
+) -> None:
+    env = cli_env(
+        settings,
+        CONCIERGE_SLACK_BOT_TOKEN="xoxb-test",
+        CONCIERGE_SLACK_APP_TOKEN="xapp-test",
+        CONCIERGE_SLACK_API_URL=f"http://127.0.0.1:{closed_port}/api/",
+    )
+    process = await concierge("slack", env=env)
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 69
+    assert "Traceback" not in stderr.decode()
+    assert stderr.decode().splitlines()[-1] == (
+        f"concierge: cannot reach Slack at 127.0.0.1:{closed_port} (ConnectionRefusedError); "
+        "check this machine's network connection"
+    )
+
+
+# discord.py's API address is a class constant, not a setting: pointed at a closed local port
+# here, as tests/fake_discord.py points it at the fake. Everything else is `concierge discord`.
+DISCORD_AT = """
+import sys
+import discord.http
+discord.http.Route.BASE = sys.argv[1]
+from cli.main import main
+sys.exit(main(["discord"]))
+"""
+
+
+async def test_discord_unreachable_is_one_line_and_exit_69(
+    settings: Settings, closed_port: int
+) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        DISCORD_AT,
+        f"http://127.0.0.1:{closed_port}/api/v10",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=cli_env(settings, CONCIERGE_DISCORD_TOKEN="a-token"),
+        cwd=ROOT,
+    )
+    _, stderr = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 69
+    assert "Traceback" not in stderr.decode()
+    assert "voice will NOT be supported" not in stderr.decode()  # the PyNaCl warning is dropped
+    assert stderr.decode().splitlines()[-1] == (
+        f"concierge: cannot reach Discord at 127.0.0.1:{closed_port} (ConnectionRefusedError); "
+        "check this machine's network connection"
+    )

@@ -3,17 +3,22 @@ the knowledge base, read in-process (``status_command``) and printed on one scre
 
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import aio_pika
 import pytest
+from rich.console import Console
 
+from bots.ask import Ask
 from bots.client import ConciergeClient
-from bots.status import status_command
 from broker.amqp import Broker, BrokerUnavailable
+from cli.kb import relevance
+from cli.status import Health, health_table, knowledge_line, requests_table, status_command
 from config.settings import Settings
-from engine.knowledge import rescrape
+from engine.knowledge import KbStats, rescrape
 from engine.metrics import MetricsServer
 from tests.conftest import LONG_QUESTION, RunningEngine
 from tests.helpers import collect, wait_for_tokens
@@ -55,9 +60,9 @@ async def test_status_shows_queues_consumers_and_a_busy_engine(
     broker: Broker,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    running = await client.ask(LONG_QUESTION, user_id="u1")
+    running = await client.ask(Ask(LONG_QUESTION, "u1"))
     await wait_for_tokens(running, 2)
-    queued = [await client.ask(f"Say hello {i}.", user_id=f"u{i + 2}") for i in range(2)]
+    queued = [await client.ask(Ask(f"Say hello {i}.", f"u{i + 2}")) for i in range(2)]
     await park_in_dead_queue(broker)
 
     code = await status_command(settings, bot_names=[client.bot_id])
@@ -70,9 +75,12 @@ async def test_status_shows_queues_consumers_and_a_busy_engine(
     assert row(output, "dead")[2:] == ["1", "0"]
     assert row(output, "cancel (engine)")[2:] == ["0", "1"]
     assert row(output, f"reply ({client.bot_id})")[2:] == ["0", "1"]  # empty, its bot consuming
-    assert "engine alive; 1 worker(s) taking requests" in output
+    assert "engine alive; 1 worker taking requests" in output
     assert "health metrics are off" in output  # the test settings turn the server off
-    assert f"{settings.kb_path}: 0 articles, 0 passages, last rescrape never" in output
+    assert (  # the engine reports no knowledge base, and the test's file does not exist
+        f"knowledge base (local file, the engine's may differ) {settings.kb_path.resolve()}: "
+        "no such file"
+    ) in output
 
     for session in [*queued, running]:  # the queued ones first: they never start
         await client.cancel(session, session.user_id)
@@ -94,7 +102,11 @@ async def test_status_reads_the_engine_health_and_the_knowledge_base(
     output = capsys.readouterr().out
 
     assert code == 0
-    assert "broker connected yes, model loaded yes" in output
+    assert row(output, "broker connected") == ["broker connected", "yes"]
+    assert row(output, "model loaded") == ["model loaded", "yes"]
+    assert "{'" not in output  # counts in a table, not a Python dict
+    assert row(output, "started")[:2] == ["started", "done"]  # the header of the counts
+    assert "engine 'engine'" in output and "engine engine" not in output
     assert f"{result.articles} articles" in output
     assert "last rescrape never" not in output
 
@@ -109,7 +121,7 @@ async def test_status_without_an_engine_says_so_and_exits_1(
     assert row(output, "request")[2:] == ["0", "0"]
     assert row(output, "cancel (engine)")[2] == "missing"
     assert row(output, "cancel (w2)")[2] == "missing"
-    assert "engine not seen; 0 worker(s) taking requests" in output
+    assert "engine not seen; 0 workers taking requests" in output
 
 
 async def test_status_with_no_broker_raises_broker_unavailable_without_the_password(
@@ -127,8 +139,8 @@ async def test_status_with_no_broker_raises_broker_unavailable_without_the_passw
 async def test_status_finds_the_bots_of_concierge_up_by_their_platform_names(
     settings: Settings, broker: Broker
 ) -> None:
-    from bots.cli import adapter_settings
-    from bots.status import read_queues
+    from cli.main import adapter_settings
+    from cli.status import read_queues
 
     named = settings.model_copy(update={"bot_name": "concierge"})
     async with ConciergeClient(adapter_settings(named, "discord"), "discord"):
@@ -139,3 +151,80 @@ async def test_status_finds_the_bots_of_concierge_up_by_their_platform_names(
     assert shown["reply (concierge-discord)"][1] == 1  # up's Discord bot, consuming
     assert shown["reply (concierge)"][0] == "missing"  # the plain name is asked for, so shown
     assert "reply (concierge-slack)" not in shown  # no Slack bot: not listed at all
+
+
+# --- what an engine reports in /healthz, shown (pure rendering) ------------------------------
+
+REPORTING_ENGINE: Health = {
+    "ok": True,
+    "engine": "engine",
+    "broker_connected": True,
+    "model_loaded": True,
+    "uptime_s": 3725.0,
+    "started": 5,
+    "requests": {"done": 3, "cancelled": 1, "failed": 0, "expired": 0},
+    "answering": {"session_id": "3f0c8d6b", "running_s": 12.34},
+    "knowledge_base": {
+        "path": "/data/concierge-kb.sqlite3",
+        "articles": 1,
+        "passages": 4,
+        "last_rescrape": "2026-11-30T13:02:35Z",
+    },
+}
+
+
+def rendered(*renderables: object) -> str:
+    console = Console(record=True, width=200, file=io.StringIO())
+    for renderable in renderables:
+        console.print(renderable)
+    return console.export_text()
+
+
+def test_an_answer_running_is_shown_with_its_session_and_time() -> None:
+    output = rendered(health_table(REPORTING_ENGINE, "http://127.0.0.1:9108/healthz"))
+    assert row(output, "answering") == ["answering", "yes: session 3f0c8d6b for 12.3 s"]
+    assert row(output, "up for") == ["up for", "1 h 02 min"]
+    idle = rendered(health_table(REPORTING_ENGINE | {"answering": None}, None))
+    assert row(idle, "answering") == ["answering", "no (idle)"]
+    older = {k: v for k, v in REPORTING_ENGINE.items() if k != "answering"}
+    assert "answering" not in rendered(health_table(older, None))  # not reported: not guessed
+
+
+def test_the_counts_are_a_table() -> None:
+    output = rendered(requests_table(REPORTING_ENGINE))
+    assert row(output, "started") == ["started", "done", "cancelled", "failed", "expired"]
+    assert row(output, "5") == ["5", "3", "1", "0", "0"]
+
+
+async def test_the_engines_knowledge_base_is_shown_when_it_reports_one(
+    settings: Settings,
+) -> None:
+    line = await knowledge_line(settings, REPORTING_ENGINE)
+    assert line == (
+        "[bold]knowledge base[/] (the engine's) /data/concierge-kb.sqlite3: "
+        "1 article, 4 passages, last rescrape 2026-11-30T13:02:35Z"
+    )
+    local = await knowledge_line(
+        settings, {k: v for k, v in REPORTING_ENGINE.items() if k != "knowledge_base"}
+    )
+    assert "(local file, the engine's may differ)" in local
+    assert str(settings.kb_path.resolve()) in local
+
+
+def test_one_article_is_not_one_articles() -> None:
+    assert KbStats(1, 1, None, 0).text.startswith("1 article, 1 passage, ")
+    assert KbStats(2, 0, None, 0).text.startswith("2 articles, 0 passages, ")
+
+
+@pytest.mark.parametrize(("bm25", "shown"), [(0.0, "0.00"), (-0.0, "0.00"), (-1.234, "1.23")])
+def test_kb_search_scores_are_higher_for_better_and_never_minus_zero(
+    bm25: float, shown: str
+) -> None:
+    assert relevance(bm25) == shown
+
+
+def test_the_operations_guide_names_the_metrics_port_for_scaling() -> None:
+    guide = (Path(__file__).resolve().parent.parent / "docs" / "operations.md").read_text()
+    scaling = guide.split("## Scaling out", 1)[1].split("\n## ", 1)[0]
+    assert "`CONCIERGE_METRICS_PORT` must differ per worker on one host" in scaling
+    assert "requests pause" not in guide  # a rescrape runs beside the answers
