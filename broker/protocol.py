@@ -1,4 +1,4 @@
-"""The wire protocol, version 2: every name, property and message that crosses RabbitMQ.
+"""The wire protocol, version 3: every name, property and message that crosses RabbitMQ.
 
 This module and ``docs/protocol.md`` are the contract; a client in another language needs
 only that document. Messages are JSON objects (``content_type: application/json``, UTF-8)
@@ -14,7 +14,10 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-PROTOCOL_VERSION: Final = 2  # 2: requests carry a context, echoed in events; token events batch
+# 2: requests carry a context, echoed in events; token events batch.
+# 3: requests carry a conversation's history; ``done`` says how the answer finished, which
+#    sources it used, how much history it used, and a rescrape's pages not read.
+PROTOCOL_VERSION: Final = 3
 CONTENT_TYPE = "application/json"
 MAX_BODY_BYTES = 64 * 1024
 MAX_QUESTION_CHARS = 16_000
@@ -31,6 +34,11 @@ ContextValue = Annotated[str, Field(max_length=200)]
 # What the asking bot needs to find its messages again (a restarted bot has forgotten them):
 # opaque to the engine, which echoes it in every reply event of the exchange.
 Context = Annotated[dict[ContextKey, ContextValue], Field(max_length=MAX_CONTEXT_ENTRIES)]
+
+MAX_HISTORY_TURNS = 50
+MAX_HISTORY_TURN_CHARS = 8_000
+MAX_SOURCES = 20
+MAX_FAILURES_LISTED = 100  # a done event must stay under MAX_BODY_BYTES; the total is counted
 
 
 @dataclass(frozen=True)
@@ -77,7 +85,16 @@ class Names:
 class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    v: Literal[2] = PROTOCOL_VERSION
+    v: Literal[3] = PROTOCOL_VERSION
+
+
+class HistoryTurn(BaseModel):
+    """One earlier message of the conversation: the asker's (``user``) or the bot's own."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: Literal["user", "assistant"]
+    text: str = Field(max_length=MAX_HISTORY_TURN_CHARS)
 
 
 def new_session_id() -> str:
@@ -97,6 +114,8 @@ class Request(_Message):
     deadline: float
     platform: str = Field("", max_length=50)
     context: Context = {}
+    # The conversation so far, oldest first; the question itself is not part of it.
+    history: tuple[HistoryTurn, ...] = Field((), max_length=MAX_HISTORY_TURNS)
 
 
 class Cancel(_Message):
@@ -131,6 +150,19 @@ class Progress(_Event):
     counts: dict[str, int] = {}
 
 
+FinishReason = Literal["stop", "length", "repetition"]
+
+
+class PageNotRead(BaseModel):
+    """A page a rescrape did not store, and why (``failed``: an error; ``skipped``: by rule)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    url: str = Field(max_length=2000)
+    reason: str = Field(max_length=300)
+    outcome: Literal["failed", "skipped"]
+
+
 class Done(_Event):
     type: Literal["done"] = "done"
     text: str
@@ -138,6 +170,15 @@ class Done(_Event):
     ttft_s: float | None
     tokens_per_s: float | None
     elapsed_s: float
+    # How the model's answer ended: on its own (``stop``), at CONCIERGE_MAX_TOKENS
+    # (``length``), or stopped because it repeated itself (``repetition``).
+    finish_reason: FinishReason = "stop"
+    sources: tuple[str, ...] = Field((), max_length=MAX_SOURCES)  # addresses the answer used
+    not_on_site: bool = False  # the knowledge base does not cover the question
+    history_used: int = Field(0, ge=0)  # turns of the request's history given to the model
+    history_dropped: int = Field(0, ge=0)  # the oldest turns left out to fit the context
+    failures: tuple[PageNotRead, ...] = Field((), max_length=MAX_FAILURES_LISTED)  # rescrape
+    failures_total: int = Field(0, ge=0)  # all pages not read, listed or not
 
 
 class Cancelled(_Event):
