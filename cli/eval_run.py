@@ -1,0 +1,191 @@
+"""Running ``concierge eval``: each question through the real pipeline, then the report.
+
+It asks the running engine through the broker, as ``concierge ask`` does, one question at a
+time (so each answer's seconds are its own). The questions and the verdicts are
+``cli/eval_scoring.py``'s; the command line is ``cli/eval.py``'s.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from bots.ask import Ask
+from bots.client import AskRefused, ConciergeClient
+from bots.session import ReplyTimeout, Session
+from bots.terminal import one_off
+from broker.amqp import peek_queues
+from broker.protocol import Cancelled, Done, Expired, Failed, Names
+from cli.eval_scoring import (
+    Case,
+    CaseFileError,
+    Reply,
+    Result,
+    Summary,
+    judge,
+    load_cases,
+    summarize,
+)
+from config.settings import Settings
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 2  # as argparse exits for a bad command line
+EXIT_NO_ENGINE = 69  # EX_UNAVAILABLE
+ASKER = "concierge-eval"
+ANSWER_PREVIEW_CHARS = 60
+
+
+async def run_eval(settings: Settings, path: Path, *, as_json: bool = False) -> int:
+    err = Console(stderr=True, soft_wrap=True)
+    try:
+        cases = load_cases(path)
+    except CaseFileError as error:
+        err.print(f"concierge eval: {error}", markup=False, highlight=False)
+        return EXIT_BAD_INPUT
+    missing = await no_engine(settings)
+    if missing:
+        err.print(f"concierge eval: {missing}", markup=False, highlight=False)
+        return EXIT_NO_ENGINE
+    results = await ask_all(settings, cases, err)
+    summary = summarize(results)
+    if as_json:
+        document = {"results": [r.model_dump() for r in results], "summary": summary.model_dump()}
+        sys.stdout.write(_json(document) + "\n")
+    else:
+        print_report(results, summary, Console(soft_wrap=True))
+    return EXIT_OK
+
+
+async def no_engine(settings: Settings) -> str | None:
+    """Why no answer would come (no engine consumes the request queue), else None."""
+    queue = Names(settings.prefix).request_queue
+    (peek,) = await peek_queues(settings, [queue])
+    if peek.state == "ok" and peek.consumers:
+        return None
+    return (
+        f"no engine takes requests from the queue {queue!r}: start one "
+        "(`concierge engine`) with the same CONCIERGE_PREFIX and broker"
+    )
+
+
+async def ask_all(settings: Settings, cases: list[Case], err: Console) -> list[Result]:
+    """Each question in turn, a line on stderr as each is judged."""
+    results: list[Result] = []
+    async with ConciergeClient(one_off(settings), "eval") as client:
+        for number, case in enumerate(cases, start=1):
+            reply = await ask_one(client, case.question)
+            result = judge(case, reply, settings.max_tokens)
+            results.append(result)
+            seconds = f"{result.elapsed_s:.1f} s" if result.elapsed_s is not None else "-"
+            err.print(
+                f"[dim][{number}/{len(cases)}] {case.id}: {_verdict(result)} · {seconds}[/]",
+                highlight=False,
+            )
+    return results
+
+
+async def ask_one(client: ConciergeClient, question: str) -> Reply:
+    started = time.monotonic()
+    try:
+        session = await client.ask(Ask(question, ASKER))
+    except AskRefused as refusal:
+        return Reply("refused", "", reason=str(refusal))
+    try:
+        end = await _terminal_event(session)
+    except ReplyTimeout as error:
+        return Reply("timeout", "", wall_s=time.monotonic() - started, reason=str(error))
+    finally:
+        client.forget(session)
+    return _reply(end, time.monotonic() - started)
+
+
+async def _terminal_event(session: Session) -> Done | Cancelled | Failed | Expired:
+    while True:
+        item = await session.next_item()
+        if isinstance(item, Done | Cancelled | Failed | Expired):
+            return item
+
+
+def _reply(end: Done | Cancelled | Failed | Expired, wall_s: float) -> Reply:
+    match end:
+        case Done():
+            return Reply(
+                "done",
+                end.text,
+                tokens=end.tokens,
+                ttft_s=end.ttft_s,
+                elapsed_s=end.elapsed_s,
+                wall_s=wall_s,
+                finish_reason=end.finish_reason,
+                sources=end.sources,
+                not_on_site=end.not_on_site,
+            )
+        case Cancelled():
+            return Reply("cancelled", end.text, tokens=end.tokens, wall_s=wall_s)
+        case Failed():
+            return Reply("failed", end.text, wall_s=wall_s, reason=end.reason)
+        case Expired():
+            return Reply("expired", "", wall_s=wall_s, reason=end.reason)
+
+
+def _verdict(result: Result) -> str:
+    if result.not_on_site:
+        return "honest" if result.correct else "invented"
+    if result.correct:
+        return "right"
+    return "said not on the site" if result.said_not_on_site else "wrong"
+
+
+def print_report(results: list[Result], summary: Summary, console: Console) -> None:
+    table = Table()
+    widest_id = max(len(result.id) for result in results)
+    table.add_column("question", no_wrap=True, min_width=widest_id)
+    for name, width in (("verdict", 8), ("source", 6), ("loop", 4), ("tokens", 6), ("engine s", 8)):
+        table.add_column(name, no_wrap=True, min_width=width)
+    table.add_column("answer")  # what width is left, wrapped
+    for result in results:
+        table.add_row(
+            result.id,
+            _verdict(result),
+            {True: "right", False: "wrong", None: "-"}[result.right_source],
+            "loop" if result.looped else "",
+            str(result.tokens),
+            f"{result.elapsed_s:.1f}" if result.elapsed_s is not None else "-",
+            _preview(result.answer),
+        )
+    console.print(table)
+    for line in summary_lines(summary):
+        console.print(line, highlight=False, markup=False)
+
+
+def summary_lines(summary: Summary) -> list[str]:
+    median = summary.engine_s_per_answer_median
+    return [
+        f"right or honest: {summary.right_or_honest}/{summary.questions} "
+        f"({summary.right_or_honest_rate:.0%})",
+        f"right source: {summary.right_source}/{summary.right_source_of} "
+        f"({summary.right_source_rate:.0%})",
+        f"invented answers to not-on-site questions: {summary.invented}/"
+        f"{summary.not_on_site_questions}",
+        f"answerable questions answered 'not on the site': {summary.missed}",
+        f"loops (cut for repetition or at the token cap): {summary.loops}",
+        f"no answer (failed, expired, timed out): {summary.failed}",
+        f"engine seconds: {summary.engine_s_total:.1f} in all, "
+        + (f"median {median:.1f} per answer" if median is not None else "no answers"),
+    ]
+
+
+def _preview(answer: str) -> str:
+    flat = " ".join(answer.split())
+    if len(flat) <= ANSWER_PREVIEW_CHARS:
+        return flat
+    return flat[: ANSWER_PREVIEW_CHARS - 1] + "…"
+
+
+def _json(document: object) -> str:
+    return json.dumps(document, ensure_ascii=False, indent=2)

@@ -1,0 +1,260 @@
+"""What ``concierge eval`` reads (one question per line) and how it judges each answer.
+
+Pure functions over the reply that came back, so the rules can be read and tested without an
+engine. See docs/quality.md for the file format and what each figure means.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from engine.repetition import RepetitionDetector
+
+# How the engine says the site does not answer a question, besides ``done.not_on_site``: the
+# fixed sentences of phase 2 of issue 14, and the usual ways a model says it, in both languages.
+NOT_ON_SITE_PHRASES = (
+    "not on the site",
+    "site does not cover",
+    "site doesn't cover",
+    "not covered",
+    "i don't know",
+    "i do not know",
+    "does not say",
+    "doesn't say",
+    "no information",
+    "not mentioned",
+    "could not find",
+    "couldn't find",
+    "サイトには載っていません",
+    "載っていません",
+    "のっていません",
+    "わかりません",
+    "分かりません",
+    "情報がありません",
+    "見つかりません",
+    "記載がありません",
+)
+SOURCES_HEADING = "Sources:"  # engine/knowledge/prompt.py format_sources: "- Title <url>"
+ADDRESS_RE = re.compile(r"<(https?://[^>\s]+)>")
+CUT_REASONS = frozenset({"length", "repetition"})  # done.finish_reason of a cut answer
+# Text split roughly as a tokenizer would (a Latin word with its space, a digit, any other
+# character: a kana or a kanji), for noticing repetition when the engine does not report it.
+APPROXIMATE_TOKEN_RE = re.compile(r"\s*[A-Za-z\u00c0-\u024f]+|\s*\d|\s*\S|\s+")
+
+
+class CaseFileError(Exception):
+    """The questions file cannot be used; the message names the file and the line."""
+
+
+class Case(BaseModel):
+    """One line of the questions file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str = Field(min_length=1, max_length=100)
+    question: str = Field(min_length=1)
+    expect_any: tuple[str, ...] = ()  # a right answer contains one (case-insensitive)
+    expect_source: str | None = None  # a substring of the address it must cite
+    not_on_site: bool = False  # the right answer says the site does not cover it
+    must_not: tuple[str, ...] = ()  # never in any answer
+
+    @model_validator(mode="after")
+    def _expectations_fit(self) -> Case:
+        if self.not_on_site and (self.expect_any or self.expect_source):
+            raise ValueError("a not_on_site question expects no answer and no source")
+        if not self.not_on_site and not self.expect_any:
+            raise ValueError("expect_any is empty: nothing would count as a right answer")
+        return self
+
+
+@dataclass(frozen=True)
+class Reply:
+    """How one question ended, as the client saw it."""
+
+    outcome: str  # "done", "cancelled", "failed", "expired", "timeout" or "refused"
+    text: str  # the whole message: the answer and what the engine appended
+    tokens: int = 0
+    ttft_s: float | None = None  # the engine's time to first token
+    elapsed_s: float | None = None  # the engine's time on it (prompt and answer)
+    wall_s: float = 0.0  # from asking to the end, queue and broker included
+    finish_reason: str = "stop"  # done's: "stop", "length" (the token cap) or "repetition"
+    sources: tuple[str, ...] = ()  # done's: the addresses the answer used
+    not_on_site: bool = False  # done's: the knowledge base does not cover the question
+    reason: str = ""  # why it failed
+
+
+class Result(BaseModel):
+    """One question's verdict: a line of the table, an item of the JSON document."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    question: str
+    not_on_site: bool
+    outcome: str
+    answer: str
+    correct: bool
+    cited: list[str]
+    right_source: bool | None  # None: the question names no source
+    said_not_on_site: bool
+    looped: bool
+    must_not_found: list[str]
+    tokens: int
+    ttft_s: float | None
+    elapsed_s: float | None
+    wall_s: float
+
+
+class Summary(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    questions: int
+    right_or_honest: int
+    right_or_honest_rate: float
+    right_source: int
+    right_source_of: int
+    right_source_rate: float
+    invented: int  # not_on_site questions answered as if the site said
+    not_on_site_questions: int
+    missed: int  # answerable questions answered "not on the site"
+    loops: int
+    failed: int  # no answer at all: failed, expired, timed out, refused
+    engine_s_total: float
+    engine_s_per_answer_median: float | None
+    wall_s_total: float
+
+
+def load_cases(path: Path) -> list[Case]:
+    """Every question of a JSONL file; ``CaseFileError`` names the first bad line."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise CaseFileError(f"{path}: cannot read it ({error})") from None
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        case = _parse_line(path, number, line)
+        if case.id in seen:
+            raise CaseFileError(f"{path}:{number}: the id {case.id!r} is used twice")
+        seen.add(case.id)
+        cases.append(case)
+    if not cases:
+        raise CaseFileError(f"{path}: no questions in it")
+    return cases
+
+
+def _parse_line(path: Path, number: int, line: str) -> Case:
+    try:
+        return Case.model_validate(json.loads(line))
+    except json.JSONDecodeError as error:
+        raise CaseFileError(f"{path}:{number}: not a JSON object: {error.msg}") from None
+    except ValidationError as error:
+        issue = error.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in issue["loc"])
+        reason = f"{where}: {issue['msg']}" if where else issue["msg"]
+        raise CaseFileError(f"{path}:{number}: {reason}") from None
+
+
+def judge(case: Case, reply: Reply, max_tokens: int) -> Result:
+    """The verdict on one reply; ``max_tokens`` is the engine's cap (CONCIERGE_MAX_TOKENS)."""
+    answer, listed = split_sources(reply.text)
+    cited = list(reply.sources) or listed
+    lowered = answer.lower()
+    said_not_on_site = reply.not_on_site or says_not_on_site(answer)
+    must_not_found = [text for text in case.must_not if text.lower() in lowered]
+    if case.not_on_site:
+        correct = said_not_on_site and not cited and not must_not_found
+    else:
+        expected = any(text.lower() in lowered for text in case.expect_any)
+        correct = reply.outcome == "done" and expected and not must_not_found
+    return Result(
+        id=case.id,
+        question=case.question,
+        not_on_site=case.not_on_site,
+        outcome=reply.outcome if not reply.reason else f"{reply.outcome}: {reply.reason}",
+        answer=answer,
+        correct=correct,
+        cited=cited,
+        right_source=_right_source(case, cited),
+        said_not_on_site=said_not_on_site,
+        looped=looped(reply, answer, max_tokens),
+        must_not_found=must_not_found,
+        tokens=reply.tokens,
+        ttft_s=reply.ttft_s,
+        elapsed_s=reply.elapsed_s,
+        wall_s=reply.wall_s,
+    )
+
+
+def split_sources(text: str) -> tuple[str, list[str]]:
+    """(the answer, the addresses it cites): the engine appends "Sources:" and one
+    "- Title <address>" line per article after the answer."""
+    head, heading, tail = text.rpartition("\n" + SOURCES_HEADING + "\n")
+    if not heading:
+        return text.strip(), []
+    return head.strip(), list(dict.fromkeys(ADDRESS_RE.findall(tail)))
+
+
+def says_not_on_site(answer: str) -> bool:
+    lowered = answer.lower()
+    return any(phrase in lowered for phrase in NOT_ON_SITE_PHRASES)
+
+
+def looped(reply: Reply, answer: str, max_tokens: int) -> bool:
+    """Cut for repetition or at the token cap, as ``done`` says; or, for an engine that does
+    not say (its ``finish_reason`` is always "stop"), an answer at the cap or holding a
+    repetition. ``tokens`` counts text pieces: Japanese reaches the cap with fewer pieces
+    than tokens, so the count alone misses it."""
+    if reply.finish_reason in CUT_REASONS:
+        return True
+    return reply.tokens >= max_tokens or repeats_itself(answer)
+
+
+def repeats_itself(text: str) -> bool:
+    detector = RepetitionDetector()
+    return any(detector.feed(piece) for piece in APPROXIMATE_TOKEN_RE.findall(text))
+
+
+def _right_source(case: Case, cited: list[str]) -> bool | None:
+    """Cites nothing for a question the site does not answer; else cites the expected
+    article and no other (an unrelated source misleads as much as a missing one)."""
+    if case.not_on_site:
+        return not cited
+    if case.expect_source is None:
+        return None
+    return bool(cited) and all(case.expect_source in address for address in cited)
+
+
+def summarize(results: Sequence[Result]) -> Summary:
+    judged_sources = [r.right_source for r in results if r.right_source is not None]
+    answered = [r.elapsed_s for r in results if r.elapsed_s is not None]
+    not_on_site = [r for r in results if r.not_on_site]
+    return Summary(
+        questions=len(results),
+        right_or_honest=sum(r.correct for r in results),
+        right_or_honest_rate=_rate(sum(r.correct for r in results), len(results)),
+        right_source=sum(judged_sources),
+        right_source_of=len(judged_sources),
+        right_source_rate=_rate(sum(judged_sources), len(judged_sources)),
+        invented=sum(1 for r in not_on_site if r.outcome == "done" and not r.said_not_on_site),
+        not_on_site_questions=len(not_on_site),
+        missed=sum(1 for r in results if not r.not_on_site and r.said_not_on_site),
+        loops=sum(r.looped for r in results),
+        failed=sum(1 for r in results if not r.outcome.startswith("done")),
+        engine_s_total=round(sum(answered), 3),
+        engine_s_per_answer_median=round(statistics.median(answered), 3) if answered else None,
+        wall_s_total=round(sum(r.wall_s for r in results), 3),
+    )
+
+
+def _rate(count: int, total: int) -> float:
+    return round(count / total, 3) if total else 0.0
