@@ -137,10 +137,14 @@ class Answers(Generic[K]):
 
     async def _send(self, session: Session, stage: Stage[K], renderer: Renderer) -> Status:
         """Post the placeholder first, so the request can name it; then send the request and
-        follow the answer. A request that cannot be sent turns the placeholder into the reason."""
+        follow the answer. A request that cannot be sent turns the placeholder into the reason.
+        No placeholder (the platform refused it; the stage told the asker): no request, since
+        its answer could be shown nowhere, and every later post would fail the same way."""
         placeholder = await renderer.start(session)
+        if placeholder is None:
+            return Status.REFUSED
         try:
-            await self.client.submit(session, stage.place(placeholder) if placeholder else {})
+            await self.client.submit(session, stage.place(placeholder))
         except AskRefused as refusal:  # the queue is full
             await renderer.refuse(str(refusal))
             return renderer.status

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from broker.protocol import HistoryTurn
+
 Kind = Literal["ask", "rescrape"]
 
 
@@ -18,12 +20,16 @@ class Ask:
     ``place`` says where the answer is shown, in the platform's own words (a channel, a
     thread, the question's message id): it becomes the request's ``context``, which every
     reply event echoes, so the next process of a named bot can find the answer again.
+    ``history`` is the conversation before the question, oldest first (see ``bots.history``);
+    ``history_cut`` says that older messages of it were left out (the answer then says so).
     """
 
     question: str
     asker: str
     kind: Kind = "ask"
     place: Mapping[str, str] = field(default_factory=dict)
+    history: tuple[HistoryTurn, ...] = ()
+    history_cut: bool = False
 
     def __post_init__(self) -> None:
         # A copy nobody can change: the caller's dict may be reused for the next question.

@@ -12,7 +12,6 @@ turn, so one 429 never becomes a burst of retries.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,6 +22,8 @@ from discord.abc import Messageable
 from bots.answers import NOT_ADMIN_TEXT, NOT_HERE_TEXT, Answers
 from bots.ask import Ask
 from bots.client import ConciergeClient
+from bots.discord_commands import register_commands
+from bots.discord_history import DiscordConversations, mention_pattern, replied_to
 from bots.discord_sink import (
     ANSWER_MAX_CHARS,
     NO_MENTIONS,
@@ -30,6 +31,7 @@ from bots.discord_sink import (
     AnyMessage,
     DiscordSink,
 )
+from bots.history import History
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -79,16 +81,23 @@ class ConciergeBot(discord.Client):
             edit_interval_s=settings.edit_interval_s,
             ready=self.wait_until_ready,  # a taken-over answer needs the REST client's login
         )
+        self.conversations = DiscordConversations(
+            self, max_turns=settings.history_max_messages, max_chars=settings.history_max_chars
+        )
         self.tree = app_commands.CommandTree(self)
 
+        # Shown to members with Manage Server, in servers only (a server can change who sees
+        # it); the bot's own admin check still decides.
         @self.tree.command(
             name="rescrape", description="Rebuild the knowledge base from the site (admins only)"
         )
+        @app_commands.default_permissions(manage_guild=True)
+        @app_commands.guild_only()
         async def rescrape(interaction: discord.Interaction) -> None:
             await self.on_rescrape(interaction)
 
     async def setup_hook(self) -> None:
-        await self.tree.sync()
+        await register_commands(self, self.tree)  # ours only, and only when changed
 
     async def close(self) -> None:
         """Stop the answers still shown (or hand them to the next process), then disconnect."""
@@ -105,7 +114,13 @@ class ConciergeBot(discord.Client):
             await self._reply(message, self.help_text())
             return
         place = {"channel": str(message.channel.id), "question": str(message.id)}
-        ask = Ask(question, str(message.author.id), place=place)
+        try:
+            history = await self.conversations.history(message)
+        except Exception:  # the question still deserves an answer, on its own
+            log.exception("could not read the conversation of message %s", message.id)
+            history = History()
+        asker = str(message.author.id)
+        ask = Ask(question, asker, place=place, history=history.turns, history_cut=history.cut)
         stage = self._stage(message.channel, message)
         self.answers.start(ask, stage, lambda text: self._reply(message, text))
 
@@ -116,13 +131,13 @@ class ConciergeBot(discord.Client):
             return None
         if not self.place_allowed(message.guild.id if message.guild else None, message.channel):
             return None
-        own_role = message.guild.self_role if message.guild else None
-        mentions = [rf"<@!?{me.id}>"] + ([rf"<@&{own_role.id}>"] if own_role else [])
-        pattern = re.compile("|".join(mentions))
+        pattern = mention_pattern(me, message.guild)
+        parent = replied_to(message)
         addressed = (
             message.guild is None
             or any(user.id == me.id for user in message.mentions)
             or pattern.search(message.content) is not None
+            or (parent is not None and parent.author.id == me.id)  # a follow-up to its answer
         )
         return pattern.sub("", message.content).strip() if addressed else None
 
@@ -130,7 +145,8 @@ class ConciergeBot(discord.Client):
         mention = self.user.mention if self.user else "me"
         return (
             f"Ask me by mentioning me with your question, for example: {mention} how do I "
-            f"claim the warranty? I answer in a reply; react {STOP_EMOJI} to stop me."
+            f"claim the warranty? I answer in a reply: reply to my answer to follow up, "
+            f"react {STOP_EMOJI} to stop me."
         )
 
     def place_allowed(self, guild_id: int | None, channel: object) -> bool:

@@ -105,6 +105,36 @@ def footer_for(status: Status, detail: str, ahead: int) -> str:
     }[status]
 
 
+def status_of(footer: str) -> Status | None:
+    """The status a footer shows (as ``footer_for`` wrote it), None if it is none of them."""
+    for status, start in _FOOTER_STARTS:
+        if footer.startswith(start):
+            return status
+    return None
+
+
+# Each status by how its footer begins, the longest first ("⚠️ failed" before a refusal's "⚠️").
+_FOOTER_STARTS = sorted(
+    ((status, footer_for(status, "", 0).split(" ·")[0].rstrip(": ")) for status in Status),
+    key=lambda entry: -len(entry[1]),
+)
+NOTICE_SEPARATOR = " · "
+
+
+def history_notice(sent: int | None, cut: bool, done: Done | None) -> str:
+    """What the final footer adds when older messages of the conversation were left out, by
+    the bot (``cut``: it sent ``sent`` turns) or by the engine (``done.history_dropped``)."""
+    dropped = done.history_dropped if done is not None else 0
+    if not cut and not dropped:
+        return ""
+    used = sent - dropped if sent is not None else (done.history_used if done else 0)
+    if used <= 0:
+        return "the earlier messages were not used"
+    if used == 1:
+        return "only the last message was used"
+    return f"only the last {used} messages were used"
+
+
 class Renderer:
     """Renders one session into one or more messages through ``sink``."""
 
@@ -125,6 +155,8 @@ class Renderer:
         self.detail = ""
         self.ahead = 0
         self.handles: list[Any] = []
+        self.notice = ""  # after the final status: older messages of the conversation left out
+        self._history: tuple[int | None, bool] = (None, False)  # turns sent, and were any cut
         self._shown: list[MessageContent | None] = []  # None: unknown (shown before a restart)
         self._text_known = True
         self._dirty = True
@@ -154,6 +186,9 @@ class Renderer:
 
     async def follow(self, session: Session) -> Status:
         """Follow the events to a final state and make the final edit."""
+        sent = len(session.request.history) if session.request is not None else None
+        self._history = (sent, session.history_cut)
+        self.notice = history_notice(sent, session.history_cut, None)
         last_event_at = self.clock()
         while self.status not in FINAL_STATUSES:
             idle_left = session.timeout_s - (self.clock() - last_event_at)
@@ -185,7 +220,7 @@ class Renderer:
 
     async def _post_end_below(self) -> None:
         """Say how the answer ended in a message of its own, after the ones it has."""
-        end = MessageContent("", footer_for(self.status, self.detail, self.ahead))
+        end = MessageContent("", self.footer())
         try:
             self.handles.append(await self.sink.post(end, self.handles[-1]))
         except Exception as error:
@@ -220,6 +255,7 @@ class Renderer:
                     self.status = Status.GENERATING
             case Done(text=final_text):
                 self.text, self.status = final_text, Status.DONE
+                self.notice = history_notice(*self._history, item)
             case Cancelled(text=final_text):
                 self.text, self.status = final_text or self.text, Status.STOPPED
             case Failed(reason=reason, text=final_text):
@@ -234,10 +270,17 @@ class Renderer:
     def contents(self) -> list[MessageContent]:
         """What each message should show now; the footer goes on the last one."""
         pieces = split_text(self.text, self.max_chars)
-        footer = footer_for(self.status, self.detail, self.ahead)
+        footer = self.footer()
         return [MessageContent(piece) for piece in pieces[:-1]] + [
             MessageContent(pieces[-1], footer)
         ]
+
+    def footer(self) -> str:
+        """The status line; a final one adds the notice, if there is one."""
+        footer = footer_for(self.status, self.detail, self.ahead)
+        if self.notice and self.status in FINAL_STATUSES:
+            return footer + NOTICE_SEPARATOR + self.notice
+        return footer
 
     async def _publish(self) -> None:
         """Post or edit whatever differs from what is shown."""

@@ -19,8 +19,16 @@ from slack_sdk.errors import SlackApiError
 from bots.answers import NOT_ADMIN_TEXT, NOT_HERE_TEXT, SHUTDOWN_GRACE_S, Answers
 from bots.ask import Ask, Kind
 from bots.client import ConciergeClient
-from bots.slack_format import BODY_CHARS, STOP_REACTION, question_from_mention, unescape
-from bots.slack_sink import SlackMessage, SlackSink
+from bots.history import History
+from bots.slack_format import (
+    BODY_CHARS,
+    STOP_REACTION,
+    asked_line,
+    question_from_mention,
+    unescape,
+)
+from bots.slack_history import Me, SlackConversations
+from bots.slack_sink import SlackMessage, SlackSink, TellAsker, display_name
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -50,8 +58,14 @@ class SlackAdapter:
             max_chars=max_chars,
             edit_interval_s=settings.slack_edit_interval_s,
         )
+        self.conversations = SlackConversations(
+            self.web,
+            max_turns=settings.history_max_messages,
+            max_chars=settings.history_max_chars,
+        )
         self._seen_mentions: OrderedDict[tuple[str, str], None] = OrderedDict()
         app.event("app_mention")(self.on_mention)
+        app.event("message")(self.on_message)
         app.event("reaction_added")(self.on_reaction)
         app.command("/ask")(self.on_ask)
         app.command("/rescrape")(self.on_rescrape)
@@ -70,11 +84,32 @@ class SlackAdapter:
         if not question:
             await self._say(channel, thread_ts, MENTION_USAGE)
             return
-        self._answer(question, event.get("user", ""), channel, thread_ts, ts)
+        history = await self._history(event, context) if event.get("thread_ts") else None
+        self._answer(question, event.get("user", ""), channel, thread_ts, ts, history=history)
 
-    async def on_ask(self, ack: AsyncAck, command: dict[str, Any]) -> None:
-        """``/ask question``: answered in the channel, continued in the answer's thread."""
-        channel = command.get("channel_id", "")
+    async def on_message(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
+        """With ``slack_thread_followups``: a plain message in a thread the bot answered in asks
+        a follow-up (a mention is ``on_mention``'s)."""
+        channel, ts = event.get("channel", ""), event.get("ts", "")
+        thread_ts = event.get("thread_ts")
+        if not self.settings.slack_thread_followups or not thread_ts or thread_ts == ts:
+            return
+        if event.get("bot_id") or event.get("subtype") or not self._allowed(channel):
+            return
+        text, me = event.get("text", ""), context.bot_user_id
+        if me and f"<@{me}" in text and event.get("channel_type") != "im":
+            return  # Slack sends it as an app_mention too
+        question = question_from_mention(text, me)
+        if not question or not self._first_time(channel, ts):
+            return
+        history = await self._history(event, context)
+        if history is not None:  # else the bot has not answered in this thread
+            self._answer(question, event.get("user", ""), channel, thread_ts, ts, history=history)
+
+    async def on_ask(self, ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
+        """``/ask question``: answered in the channel, under who asked what, continued in the
+        answer's thread. Whatever goes wrong is told to the asker alone (``respond``)."""
+        channel, user_id = command.get("channel_id", ""), command.get("user_id", "")
         question = unescape(command.get("text", "")).strip()
         if not self._allowed(channel):
             await ack(text=NOT_HERE_TEXT)
@@ -82,7 +117,13 @@ class SlackAdapter:
             await ack(text=ASK_USAGE)
         else:
             await ack()
-            self._answer(question, command.get("user_id", ""), channel, None)
+            name = await display_name(self.web, user_id, command.get("user_name", ""))
+
+            async def tell(text: str) -> None:
+                await respond(text=text, response_type="ephemeral")
+
+            heading = asked_line(name, question)
+            self._answer(question, user_id, channel, None, heading=heading, tell=tell)
 
     async def on_rescrape(
         self, ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond
@@ -117,19 +158,30 @@ class SlackAdapter:
         thread_ts: str | None,
         question_ts: str | None = None,
         kind: Kind = "ask",
+        *,
+        heading: str = "",
+        tell: TellAsker | None = None,
+        history: History | None = None,
     ) -> None:
-        """Start answering in ``channel`` (in ``thread_ts`` if given)."""
+        """Start answering in ``channel`` (in ``thread_ts`` if given); ``tell`` (else a
+        message in the channel) gives the asker a refusal."""
         place = {"channel": channel, "thread": thread_ts or "", "question": question_ts or ""}
-        ask = Ask(question, user_id, kind, place)
-        stage = self._stage(place)
-        self.answers.start(ask, stage, lambda text: self._say(channel, thread_ts, text))
+        place |= {"heading": heading} if heading else {}
+        history = history or History()
+        ask = Ask(question, user_id, kind, place, history.turns, history.cut)
+        stage = self._stage(place, tell)
+        self.answers.start(ask, stage, tell or (lambda text: self._say(channel, thread_ts, text)))
 
-    def _stage(self, place: Mapping[str, str]) -> SlackSink:
-        """Where an answer goes: ``place`` names the channel, the thread and the question."""
+    def _stage(self, place: Mapping[str, str], tell: TellAsker | None = None) -> SlackSink:
+        """Where an answer goes: ``place`` names the channel, the thread and the question (and
+        after a restart, the first message)."""
         channel, thread_ts = place["channel"], place.get("thread") or None
         question_ts = place.get("question")
         question = SlackMessage(channel, question_ts, thread_ts) if question_ts else None
-        return SlackSink(self.web, channel, thread_ts, question)
+        heading, first = place.get("heading", ""), place.get("message")
+        sink = SlackSink(self.web, channel, thread_ts, question, heading=heading, first_ts=first)
+        sink.tell_asker = tell
+        return sink
 
     def _resume(self, context: Mapping[str, str]) -> tuple[SlackSink, SlackMessage] | None:
         """The stage and first message of an answer asked before a restart, from its context."""
@@ -137,6 +189,14 @@ class SlackAdapter:
         if not channel or not ts:
             return None
         return self._stage(context), SlackMessage(channel, ts, context.get("thread") or None)
+
+    async def _history(self, event: dict[str, Any], context: AsyncBoltContext) -> History | None:
+        """The thread's conversation before ``event``'s message; None if the bot has not
+        answered in that thread."""
+        me = Me(context.bot_user_id or "", context.bot_id or "")
+        channel, ts = event.get("channel", ""), event.get("ts", "")
+        thread_ts, asker = event.get("thread_ts") or ts, event.get("user", "")
+        return await self.conversations.history(channel, thread_ts, ts, asker=asker, me=me)
 
     async def is_admin(self, user_id: str) -> bool:
         """Listed in ``admin_user_ids``, or a workspace admin or owner as ``users.info`` says."""

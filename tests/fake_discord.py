@@ -56,7 +56,9 @@ class RateLimit:
 @dataclass
 class FakeDiscord:
     calls: list[Call] = field(default_factory=list)
-    messages: dict[int, dict[str, Any]] = field(default_factory=dict)  # posted by the bot
+    # every message: posted by the bot, or said by a person (``add``); served by GET
+    messages: dict[int, dict[str, Any]] = field(default_factory=dict)
+    commands: list[dict[str, Any]] = field(default_factory=list)  # the app's global commands
     rate_limits: list[RateLimit] = field(default_factory=list)
     base: str = ""
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1_200_000_000))
@@ -66,6 +68,18 @@ class FakeDiscord:
         return 1_300_000_000_000_000_000 + next(self._ids)
 
     # --- what tests ask ---------------------------------------------------------------------
+
+    def add(self, message: dict[str, Any]) -> None:
+        """Keep a person's message (a gateway payload), so that REST can serve it too."""
+        self.messages[int(message["id"])] = message
+
+    def reads(self) -> list[Call]:
+        """The messages the bot read over REST (one message, or a channel's history)."""
+        return [
+            call
+            for call in self.calls
+            if call.method == "GET" and re.fullmatch(r"/channels/\d+/messages(/\d+)?", call.path)
+        ]
 
     def rate_limit(self, method: str, path: str, retry_after_s: float, times: int = 1) -> None:
         """The next ``times`` calls to ``method`` with a path matching ``path`` get a 429."""
@@ -117,8 +131,12 @@ class FakeDiscord:
         routes = [
             web.get(f"{API}/users/@me", self._me),
             web.get(f"{API}/oauth2/applications/@me", self._application),
+            web.get(f"{API}/applications/{{app}}/commands", self._get_commands),
+            web.post(f"{API}/applications/{{app}}/commands", self._upsert_command),
             web.put(f"{API}/applications/{{app}}/commands", self._sync_commands),
             web.post(f"{API}/channels/{{channel}}/messages", self._create_message),
+            web.get(f"{API}/channels/{{channel}}/messages", self._channel_history),
+            web.get(f"{API}/channels/{{channel}}/messages/{{message}}", self._get_message),
             web.patch(f"{API}/channels/{{channel}}/messages/{{message}}", self._edit_message),
             web.put(f"{API}/channels/{{c}}/messages/{{m}}/reactions/{{emoji}}/@me", self._empty),
             web.delete(f"{API}/channels/{{c}}/messages/{{m}}/reactions/{{emoji}}/@me", self._empty),
@@ -178,13 +196,32 @@ class FakeDiscord:
         )
 
     async def _sync_commands(self, request: web.Request) -> web.Response:
-        commands = await request.json()
-        return _json(
-            [
-                {**command, "id": str(self.new_id()), "application_id": str(APP_ID), "version": "1"}
-                for command in commands
-            ]
-        )
+        """A bulk overwrite: every command not in the list is deleted."""
+        self.commands = [self._registered(command) for command in await request.json()]
+        return _json(self.commands)
+
+    async def _get_commands(self, _: web.Request) -> web.Response:
+        return _json(self.commands)
+
+    async def _upsert_command(self, request: web.Request) -> web.Response:
+        """Create, or replace the command of the same name and type."""
+        command = self._registered(await request.json())
+        key = (command["name"], command.get("type", 1))
+        self.commands = [c for c in self.commands if (c["name"], c.get("type", 1)) != key]
+        self.commands.append(command)
+        return _json(command)
+
+    def _registered(self, command: dict[str, Any]) -> dict[str, Any]:
+        """As Discord stores it: ids added, permissions as a string, no deprecated field."""
+        permissions = command.get("default_member_permissions")
+        return {
+            **{key: value for key, value in command.items() if key != "dm_permission"},
+            "id": str(self.new_id()),
+            "application_id": str(APP_ID),
+            "version": str(self.new_id()),
+            "default_member_permissions": None if permissions is None else str(permissions),
+            "integration_types": command.get("integration_types") or [0],
+        }
 
     async def _create_message(self, request: web.Request) -> web.Response:
         data = await request.json()
@@ -206,6 +243,28 @@ class FakeDiscord:
         data = await request.json()
         message["content"] = data.get("content", message["content"])
         return _json(message)
+
+    async def _get_message(self, request: web.Request) -> web.Response:
+        message = self.messages.get(int(request.match_info["message"]))
+        if message is None or message["channel_id"] != request.match_info["channel"]:
+            raise web.HTTPNotFound(reason="Unknown Message")
+        return _json(message)
+
+    async def _channel_history(self, request: web.Request) -> web.Response:
+        """A channel's messages newest first, as Discord pages them (``before``/``after``)."""
+        channel, query = request.match_info["channel"], request.query
+        found = sorted(
+            (m for m in self.messages.values() if m["channel_id"] == channel),
+            key=lambda m: int(m["id"]),
+        )
+        if "before" in query:
+            found = [m for m in found if int(m["id"]) < int(query["before"])]
+        limit = int(query.get("limit", "50"))
+        if "after" in query:  # the oldest ones after it
+            page = [m for m in found if int(m["id"]) > int(query["after"])][:limit]
+        else:
+            page = found[-limit:]
+        return _json(list(reversed(page)))
 
     async def _empty(self, _: web.Request) -> web.Response:
         return web.Response(status=204)
@@ -295,7 +354,10 @@ def ready_payload() -> dict[str, Any]:
 
 
 def guild_payload(
-    guild_id: int, channel_ids: Sequence[int], roles: Sequence[dict[str, Any]] = ()
+    guild_id: int,
+    channel_ids: Sequence[int],
+    roles: Sequence[dict[str, Any]] = (),
+    threads: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     everyone = role_payload(guild_id, "@everyone", 0)
     channels = [
@@ -320,7 +382,28 @@ def guild_payload(
         "features": [],
         "member_count": 3,
         "unavailable": False,
-        "threads": [],
+        "threads": list(threads),
+    }
+
+
+def thread_payload(thread_id: int, guild_id: int, parent_id: int) -> dict[str, Any]:
+    """A public thread in ``parent_id`` (opened on the message ``thread_id``, if there is one)."""
+    metadata = {
+        "archived": False,
+        "auto_archive_duration": 1440,
+        "archive_timestamp": "2024-01-01T00:00:00+00:00",
+        "locked": False,
+    }
+    return {
+        "id": str(thread_id),
+        "guild_id": str(guild_id),
+        "parent_id": str(parent_id),
+        "owner_id": str(OWNER_ID),
+        "name": f"thread {thread_id}",
+        "type": 11,
+        "message_count": 0,
+        "member_count": 0,
+        "thread_metadata": metadata,
     }
 
 
@@ -334,6 +417,7 @@ def message_payload(
     mentions: Sequence[dict[str, Any]] = (),
     reference: dict[str, Any] | None = None,
     roles: Sequence[int] = (),
+    referenced_message: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     payload: dict[str, Any] = {
         "id": str(message_id),
@@ -354,6 +438,8 @@ def message_payload(
     }
     if reference:
         payload["message_reference"] = reference
+    if referenced_message is not None:  # the gateway sends a reply's message along
+        payload["referenced_message"] = referenced_message
     if guild_id is not None:
         payload["guild_id"] = str(guild_id)
         payload["member"] = member_payload(author, roles)

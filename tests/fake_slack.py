@@ -52,6 +52,7 @@ class Message:
     thread_ts: str | None
     texts: list[str]
     updated_at: list[float]
+    user: str = BOT_USER_ID  # who wrote it: the bot, or a person (``FakeSlack.said``)
 
     @property
     def text(self) -> str:
@@ -65,6 +66,7 @@ class FakeSlack:
     users: dict[str, dict[str, Any]] = field(default_factory=dict)  # what users.info says
     calls: list[Call] = field(default_factory=list)
     messages: list[Message] = field(default_factory=list)  # in the order they were posted
+    people: list[Message] = field(default_factory=list)  # what people said (``said``)
     responses: list[dict[str, Any]] = field(default_factory=list)  # sent to response URLs
     acks: list[dict[str, Any]] = field(default_factory=list)  # Socket Mode acknowledgements
     errors: dict[str, str] = field(default_factory=dict)  # method -> the error it answers
@@ -84,6 +86,16 @@ class FakeSlack:
     def rate_limit(self, method: str, retry_after_s: int = 1) -> None:
         """Answer the next call of ``method`` with 429 ``ratelimited`` and ``Retry-After``."""
         self._rate_limits.setdefault(method, []).append(retry_after_s)
+
+    def new_ts(self) -> str:
+        """The next message ts: every message, the bot's or a person's, is later than the last."""
+        return f"{1_700_000_000 + next(self._ts)}.000100"
+
+    def said(self, user: str, channel: str, text: str, thread_ts: str | None = None) -> str:
+        """A person's message, as Slack keeps it (``conversations.replies`` serves it); its ts."""
+        ts = self.new_ts()
+        self.people.append(Message(channel, ts, thread_ts, [text], [time.monotonic()], user))
+        return ts
 
     def calls_of(self, method: str) -> list[Call]:
         return [call for call in self.calls if call.method == method]
@@ -150,12 +162,26 @@ class FakeSlack:
                 user_id = params.get("user", "")
                 user = {"id": user_id, "is_admin": False, "is_owner": False}
                 return {"ok": True, "user": user | self.users.get(user_id, {})}
+            case "conversations.replies":
+                return self._replies(params)
             case "apps.connections.open":
                 return {"ok": True, "url": self.base.replace("http", "ws", 1) + "/socket"}
         return {"ok": True}
 
+    def _replies(self, params: dict[str, Any]) -> dict[str, Any]:
+        """A thread, oldest first: its first message and every reply (one page)."""
+        channel, thread_ts = params["channel"], params["ts"]
+        found = [
+            m
+            for m in self.messages + self.people
+            if m.channel == channel and thread_ts in (m.ts, m.thread_ts)
+        ]
+        if not found:
+            return {"ok": False, "error": "thread_not_found"}
+        return {"ok": True, "messages": [_as_read(m, thread_ts) for m in sorted(found, key=_ts)]}
+
     def _post(self, params: dict[str, Any]) -> dict[str, Any]:
-        ts = f"{1_700_000_000 + next(self._ts)}.000100"
+        ts = self.new_ts()
         channel = params["channel"]
         now = time.monotonic()
         self.messages.append(Message(channel, ts, params.get("thread_ts"), [params["text"]], [now]))
@@ -195,6 +221,18 @@ class FakeSlack:
                     self.acks.append(json.loads(frame.data))
                     self._changed.notify_all()
         return socket
+
+
+def _ts(message: Message) -> tuple[int, int]:
+    seconds, _, fraction = message.ts.partition(".")
+    return int(seconds), int(fraction)
+
+
+def _as_read(message: Message, thread_ts: str) -> dict[str, Any]:
+    """A message as ``conversations.replies`` shows it; the bot's carry its bot id."""
+    shown = {"type": "message", "user": message.user, "text": message.text, "ts": message.ts}
+    shown["thread_ts"] = thread_ts
+    return shown | ({"bot_id": BOT_ID} if message.user == BOT_USER_ID else {})
 
 
 async def _params(request: web.Request) -> dict[str, Any]:

@@ -245,8 +245,12 @@ async def test_a_mention_is_answered_in_place_with_throttled_edits(
     arrivals = [placeholder.at] + [edit.at for edit in edits]
     gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals[:-1])]
     assert min(gaps) >= settings.edit_interval_s * 0.8, gaps  # a little slack for HTTP jitter
-    sent = [call for call in fake_discord.calls if call.method in ("POST", "PATCH")]
-    assert all(call.body["allowed_mentions"] == {"parse": []} for call in sent)
+    sent = [
+        call
+        for call in fake_discord.calls
+        if call.method in ("POST", "PATCH") and "/messages" in call.path  # not /commands
+    ]
+    assert sent and all(call.body["allowed_mentions"] == {"parse": []} for call in sent)
     stop_button = f"/channels/{CHANNEL_ID}/messages/{first_id}/reactions/🛑/@me"
     assert [c.method for c in fake_discord.calls if c.path == stop_button] == ["PUT", "DELETE"]
 

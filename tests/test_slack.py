@@ -61,6 +61,7 @@ STOPPED = footer_for(Status.STOPPED, "", 0)
 STOPPING = footer_for(Status.STOPPING, "", 0)
 FINAL_MARKS = ("✅", "🛑 stopped", "⚠️", "⌛", "⏱️")  # how the Renderer's final footers begin
 FOOTER_MARKS = ("⏳", "✍", "🛑", "✅", "⚠️", "⌛", "⏱️")
+ASKED_LINE = re.compile(r"\A\*[^*\n]*\* asked: [^\n]*\n")  # how an /ask answer opens
 
 
 @pytest.fixture
@@ -99,7 +100,7 @@ async def slack_bot(
     web = AsyncWebClient(token="xoxb-test", base_url=fake.api_url)
     app = build_app(settings, web, process_before_response=True)
     adapter = SlackAdapter(settings, client, app, max_chars=max_chars)
-    server = TestServer(events_web_app(app), host="127.0.0.1")
+    server = TestServer(events_web_app(app, SIGNING_SECRET), host="127.0.0.1")
     await server.start_server()
     slack = SlackDelivery(f"http://127.0.0.1:{server.port}{EVENTS_PATH}", SIGNING_SECRET, fake)
     try:
@@ -146,6 +147,7 @@ def answer_messages(fake: FakeSlack, thread_ts: str | None) -> list[Message]:
 
 def parts(text: str) -> tuple[str, str]:
     """A message's (unescaped) body and its status line, if it has one."""
+    text = ASKED_LINE.sub("", text)
     if text.startswith(FOOTER_MARKS):
         return "", text
     body, separator, footer = text.rpartition(FOOTER_SEPARATOR)

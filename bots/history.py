@@ -1,0 +1,143 @@
+"""A conversation's earlier messages as a request's ``history``, the same on every platform.
+
+An adapter reads the messages of a reply chain or a thread newest first, as ``Said`` values
+(the bot's own with their status line split off), and feeds them to a ``Conversation``. It
+joins an answer's continuation messages into one turn, leaves out messages that show nothing,
+and takes no more once it holds ``max_turns`` (the older ones are left out, and the answer says
+so). ``history`` gives the turns oldest first: people's messages as ``user`` turns, named when
+more than one person speaks; the bot's answers as ``assistant`` turns without their sources
+list, marked when they did not run to their end. ``last_turns`` and ``within_body`` then hold
+a request to the count setting and the protocol's 64 KiB.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bots.renderer import Status, status_of
+from broker.protocol import MAX_BODY_BYTES, MAX_HISTORY_TURN_CHARS, HistoryTurn, Request, encode
+
+STOPPED_MARK = " [stopped]"  # an answer someone stopped: the text it showed, then this
+CUT_OFF_MARK = " [cut off]"  # one that failed, timed out or was still being written
+TRUNCATED_MARK = "…"  # a turn over the character cap keeps its start, then this
+# The engine's list of the articles an answer used ("Sources:" then "- Title <url>" lines).
+SOURCES_RE = re.compile(r"\n*Sources:\n(?:- [^\n]*(?:\n|\Z))+\s*\Z")
+
+
+@dataclass(frozen=True)
+class Said:
+    """One message as the platform shows it: a person's words (the bot's mention taken out),
+    or the body of one of the bot's own messages and its status line (``footer``, "" if none).
+    """
+
+    text: str
+    author: str = ""  # the platform's user id of a person
+    name: str = ""  # how the platform shows that person
+    by_bot: bool = False
+    footer: str = ""
+
+
+@dataclass(frozen=True)
+class History:
+    """The turns for a request, oldest first; ``cut``: older messages were left out."""
+
+    turns: tuple[HistoryTurn, ...] = ()
+    cut: bool = False
+
+
+@dataclass
+class _Turn:
+    said: Said  # the newest message of the turn (an answer's last, which has the status line)
+    pieces: list[str] = field(default_factory=list)  # oldest first
+
+
+class Conversation:
+    """The turns before a question, collected newest first (see the module's docstring)."""
+
+    def __init__(self, max_turns: int, max_chars: int) -> None:
+        self.max_turns = max_turns
+        self.max_chars = max_chars
+        self.cut = False
+        self._turns: list[_Turn] = []  # newest first
+
+    def add(self, said: Said) -> bool:
+        """Take the next older message; False once full (it and every older one are left out,
+        so a caller stops reading)."""
+        newest = self._turns[-1] if self._turns else None
+        if said.by_bot and not said.footer and newest is not None and newest.said.by_bot:
+            if said.text:  # an earlier piece of the same answer (only its last has a status)
+                newest.pieces.insert(0, said.text)
+            return True
+        if not said.text and not said.by_bot:
+            return True  # nothing to read (an attachment alone, or text Discord hides)
+        if sum(1 for turn in self._turns if turn.pieces) >= self.max_turns:
+            self.cut = True
+            return False
+        self._turns.append(_Turn(said, [said.text] if said.text else []))
+        return True
+
+    def history(self, asker: str) -> History:
+        """The turns oldest first, for a question by ``asker`` (a user id): people are named
+        when someone other than the asker speaks too."""
+        turns = [turn for turn in reversed(self._turns) if turn.pieces]
+        speakers = {asker} | {turn.said.author for turn in turns if not turn.said.by_bot}
+        entries = [self._entry(turn, named=len(speakers) > 1) for turn in turns]
+        return History(tuple(entry for entry in entries if entry.text), self.cut)
+
+    def _entry(self, turn: _Turn, *, named: bool) -> HistoryTurn:
+        text = "".join(turn.pieces)
+        if turn.said.by_bot:
+            return HistoryTurn(
+                role="assistant", text=_capped(*answer_text(text, turn.said.footer), self.max_chars)
+            )
+        speaker = f"{turn.said.name or turn.said.author}: " if named else ""
+        return HistoryTurn(role="user", text=_capped(speaker + text, "", self.max_chars))
+
+
+def answer_text(body: str, footer: str) -> tuple[str, str]:
+    """An answer as the conversation remembers it: its text without the sources list, and
+    the mark of how it ended ("" if it ran to its end, or the message says nothing of it)."""
+    text = SOURCES_RE.sub("", body).rstrip()
+    status = status_of(footer)
+    if status is None or status is Status.DONE:
+        return text, ""
+    if status in (Status.STOPPED, Status.STOPPING):
+        return text, STOPPED_MARK
+    return text, CUT_OFF_MARK
+
+
+def _capped(text: str, mark: str, max_chars: int) -> str:
+    """``text`` and ``mark`` in at most ``max_chars``: the start of a longer text is kept."""
+    room = max_chars - len(mark)
+    if len(text) > room:
+        text = text[: max(0, room - len(TRUNCATED_MARK))] + TRUNCATED_MARK
+    return (text + mark)[:max_chars]
+
+
+def last_turns(
+    turns: tuple[HistoryTurn, ...], max_turns: int, max_chars: int = MAX_HISTORY_TURN_CHARS
+) -> tuple[tuple[HistoryTurn, ...], bool]:
+    """The newest ``max_turns`` of ``turns``, each within ``max_chars``, and whether any
+    were left out."""
+    kept = turns[max(0, len(turns) - max_turns) :] if max_turns else ()
+    capped = tuple(
+        turn
+        if len(turn.text) <= max_chars
+        else turn.model_copy(update={"text": _capped(turn.text, "", max_chars)})
+        for turn in kept
+    )
+    return capped, len(kept) < len(turns)
+
+
+def within_body(request: Request) -> tuple[Request, bool]:
+    """``request`` with its oldest turns left out until its body fits in ``MAX_BODY_BYTES``,
+    and whether any were."""
+    size = len(encode(request))
+    turns = request.history
+    while turns and size > MAX_BODY_BYTES:
+        size -= len(encode(turns[0])) + (1 if len(turns) > 1 else 0)  # and its comma
+        turns = turns[1:]
+    if len(turns) == len(request.history):
+        return request, False
+    return request.model_copy(update={"history": turns}), True
