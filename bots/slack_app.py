@@ -50,7 +50,7 @@ async def run_slack(
     if socket_mode:
         app_token = _required(settings.slack_app_token, "slack_app_token")
     else:
-        _required(settings.slack_signing_secret, "slack_signing_secret")
+        signing_secret = _required(settings.slack_signing_secret, "slack_signing_secret")
     web = web or AsyncWebClient(token=bot_token, base_url=settings.slack_api_url)
     await _check_bot_token(web)
     client = ConciergeClient(settings, "slack")
@@ -61,7 +61,8 @@ async def run_slack(
             if socket_mode:
                 await _serve_socket_mode(app, app_token, stop)
             else:
-                await serve_http(app, settings.slack_http_port, stop)
+                host, port = settings.slack_http_host, settings.slack_http_port
+                await serve_http(app, signing_secret, host, port, stop)
         finally:
             await adapter.close()
 

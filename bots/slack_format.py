@@ -21,6 +21,23 @@ FOOTER_CHARS = 200  # room kept for the status line on the last message
 BODY_CHARS = MESSAGE_CHARS - FOOTER_CHARS  # the Renderer's max_chars
 FOOTER_SEPARATOR = "\n\n"
 STOP_REACTION = "octagonal_sign"
+HEADING_CHARS = 200  # the "who asked what" line of an /ask answer; it rides in the context
+HEADING_SEPARATOR = "\n"
+ASKER_NAME_CHARS = 60
+
+# Why the first message of an answer could not be posted, as the asker reads it.
+INVITE_ME_TEXT = (
+    "I can't post in this channel. Invite me (`/invite @` and my name), or ask a workspace "
+    "admin to give the app the `chat:write.public` scope (public channels only)."
+)
+CANNOT_POST_TEXTS = {
+    "not_in_channel": INVITE_ME_TEXT,
+    "channel_not_found": INVITE_ME_TEXT,  # a private channel or a DM the bot is not in
+    "is_archived": "This channel is archived: I can't post in it.",
+    "restricted_action": "This channel's posting permissions don't let me post in it.",
+    "restricted_action_read_only_channel": "This channel is read-only: I can't post in it.",
+    "restricted_action_thread_only_channel": "This channel takes threads only: mention me in one.",
+}
 
 _ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
@@ -88,6 +105,26 @@ def message_text(content: MessageContent) -> str:
     if len(footer) > FOOTER_CHARS:
         footer = footer[: FOOTER_CHARS - 1] + "…"
     return f"{body}{FOOTER_SEPARATOR}{footer}" if body else footer
+
+
+def asked_line(name: str, question: str) -> str:
+    """The first line of an ``/ask`` answer in a channel: who asked what, escaped, and at most
+    ``HEADING_CHARS`` long. A name, not a ``<@U…>`` mention: a bot's mention notifies."""
+    name = " ".join(name.replace("*", "").split())[:ASKER_NAME_CHARS] or "Someone"
+    start = f"*{escape(name)}* asked: "
+    question = escape(" ".join(question.split()))
+    room = HEADING_CHARS - len(start)
+    if len(question) > room:  # cut, but not inside an entity (&amp; and the like)
+        question = re.sub(r"&[a-z]*$", "", question[: room - 1]) + "…"
+    return start + question
+
+
+def cannot_post_text(error: str) -> str:
+    """What the asker is told when Slack refused the answer's first message with ``error``."""
+    known = CANNOT_POST_TEXTS.get(error)
+    return (
+        known or f"I couldn't post my answer here (Slack said: {escape(error)}). Try again later."
+    )
 
 
 def unescape(text: str) -> str:
