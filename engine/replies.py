@@ -12,7 +12,6 @@ from typing import TypedDict
 from broker.amqp import Broker
 from broker.protocol import (
     Cancelled,
-    Done,
     Expired,
     Failed,
     Progress,
@@ -42,7 +41,8 @@ class Replies:
     """The reply stream of one request: numbers every event and routes it to the asker.
 
     One method per event type, so each field is checked where the event is made; a terminal
-    event built elsewhere (``engine.ending``) takes its ``header()`` and goes out by ``send``.
+    event built elsewhere (``engine.ending``, ``engine.rescrape_job``) takes its ``header()`` and
+    goes out by ``send``.
     """
 
     def __init__(
@@ -74,18 +74,6 @@ class Replies:
 
     async def progress(self, text: str, counts: dict[str, int]) -> None:
         await self.send(Progress(**self.header(), text=text, counts=counts))
-
-    async def done(self, text: str, elapsed_s: float) -> None:
-        """A job without model tokens is done (a rescrape)."""
-        done = Done(
-            **self.header(),
-            text=text,
-            tokens=0,
-            ttft_s=None,
-            tokens_per_s=None,
-            elapsed_s=elapsed_s,
-        )
-        await self.send(done)
 
     async def cancelled(self, text: str = "") -> None:
         """Stopped before the model ran (or a job without model tokens)."""

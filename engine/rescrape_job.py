@@ -1,5 +1,6 @@
 """The ``/rescrape`` job: rebuilds the knowledge base in the background, beside the answers,
-streaming its progress to the asker; one at a time."""
+streaming its progress to the asker; one at a time. It ends with its own summary and the pages
+it did not read, each with its reason."""
 
 from __future__ import annotations
 
@@ -8,16 +9,26 @@ import logging
 import time
 from collections.abc import Callable
 
-from broker.protocol import Request
+from broker.protocol import MAX_BODY_BYTES, MAX_FAILURES_LISTED, Done, PageNotRead, Request, encode
 from config.settings import Settings
 from engine.cancelled import CancelledSessions
-from engine.knowledge import RescrapeFailed, RescrapeStopped, ScrapeProgress, rescrape
-from engine.replies import INTERRUPTED, STOPPED_BY_USER, Replies
+from engine.health import Running
+from engine.knowledge import (
+    PageFailure,
+    RescrapeFailed,
+    RescrapeStopped,
+    ScrapeProgress,
+    ScrapeResult,
+    failures_summary,
+    rescrape,
+)
+from engine.replies import INTERRUPTED, STOPPED_BY_USER, EventHeader, Replies
 
 log = logging.getLogger(__name__)
 
 StopReason = Callable[[], str | None]  # why the job must stop now (STOPPED_BY_USER or a failure)
 KEPT = "the previous knowledge base is still in use."
+MAX_URL_CHARS, MAX_REASON_CHARS = 2000, 300  # what a PageNotRead may carry
 
 
 class RescrapeJob:
@@ -30,6 +41,7 @@ class RescrapeJob:
         self.cancelled = cancelled
         self._task: asyncio.Task[None] | None = None
         self._interrupted = False
+        self.running: Running | None = None  # the rescrape in progress, for /healthz
 
     def refusal(self) -> str | None:
         if self._task is not None and not self._task.done():
@@ -37,7 +49,9 @@ class RescrapeJob:
         return None
 
     async def run(self, request: Request, replies: Replies) -> bool:
-        """Start the rebuild and return at once; it sends its own terminal event."""
+        """Start the rebuild and return at once (without awaiting anything: the worker counts
+        on it); it sends its own terminal event."""
+        self.running = Running(request.session_id)
         self._task = asyncio.create_task(self._rebuild(replies, self._stop_reason(request)))
         return True
 
@@ -65,6 +79,12 @@ class RescrapeJob:
         return stop_reason
 
     async def _rebuild(self, replies: Replies, stop_reason: StopReason) -> None:
+        try:
+            await self._rebuild_and_tell(replies, stop_reason)
+        finally:
+            self.running = None
+
+    async def _rebuild_and_tell(self, replies: Replies, stop_reason: StopReason) -> None:
         """Rescrape, and tell the asker how it ended: done, stopped (a cancel) or failed."""
         started = time.monotonic()
         progress = ProgressRelay(replies)
@@ -80,12 +100,49 @@ class RescrapeJob:
             else:
                 await replies.failed(f"{reason}; {KEPT}", text=progress.last_text)
         except RescrapeFailed as error:
-            await replies.failed(f"rescrape failed: {error}")
+            log.warning("rescrape failed: %s", error)
+            await replies.failed(f"rescrape failed: {error}", failures_summary(error.failures))
         except Exception as error:  # a bug must end in a visible state, not in silence
             log.exception("rescrape failed")
             await replies.failed(f"rescrape failed: {error}")
         else:
-            await replies.done(result.text, elapsed_s=time.monotonic() - started)
+            await replies.send(rescrape_done(replies.header(), result, time.monotonic() - started))
+
+
+def rescrape_done(header: EventHeader, result: ScrapeResult, elapsed_s: float) -> Done:
+    """The rescrape's own end: its summary, no tokens, and the first pages not read, as many
+    as a reply may carry (``MAX_FAILURES_LISTED``, and the body under ``MAX_BODY_BYTES``:
+    a bigger one would be refused by the asker's decoder, and the end lost)."""
+    done = Done(
+        **header,
+        text=result.text,
+        tokens=0,
+        ttft_s=None,
+        tokens_per_s=None,
+        elapsed_s=elapsed_s,
+        failures_total=len(result.failures),
+    )
+    room = MAX_BODY_BYTES - len(encode(done))
+    listed: list[PageNotRead] = []
+    for failure in result.failures[:MAX_FAILURES_LISTED]:
+        page = page_not_read(failure)
+        room -= len(encode(page)) + 1  # and the comma before it
+        if room < 0:
+            break
+        listed.append(page)
+    return done.model_copy(update={"failures": tuple(listed)})
+
+
+def page_not_read(failure: PageFailure) -> PageNotRead:
+    return PageNotRead(
+        url=_clip(failure.url, MAX_URL_CHARS),
+        reason=_clip(failure.reason, MAX_REASON_CHARS),
+        outcome=failure.outcome,
+    )
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class ProgressRelay:
@@ -117,5 +174,6 @@ class ProgressRelay:
                 "unchanged": progress.unchanged,
                 "failed": progress.failed,
                 "skipped": progress.skipped,
+                "articles": progress.articles,
             }
             await self.replies.progress(progress.text, counts)

@@ -19,6 +19,7 @@ from config.logging import session_context
 from config.settings import Settings
 from engine.answer import AnswerJob
 from engine.cancelled import CancelledSessions
+from engine.health import Running
 from engine.llm import Backend
 from engine.metrics import EngineMetrics
 from engine.replies import INTERRUPTED, RESTARTED, Replies
@@ -63,6 +64,8 @@ class Worker:
         )
         self.answers = AnswerJob(settings, backend, self.cancelled, broker.reply_queue_exists)
         self.rescrapes = RescrapeJob(settings, self.cancelled)
+        self.answering: Running | None = None  # the answer being generated now
+        self.metrics.watch_jobs(lambda: self.answering, lambda: self.rescrapes.running)
         self._idle = asyncio.Event()
         self._idle.set()
         # prefetch_count=1 already serialises deliveries, but after a reconnect the broker
@@ -163,7 +166,13 @@ class Worker:
             return True
         await replies.started(waited_s=max(0.0, time.time() - request.sent_at))
         log.info("started (%s)", request.type)
-        return await job.run(request, replies)
+        # A rescrape's ``run`` starts its task and returns without yielding to the event loop,
+        # so nobody ever sees it here: it reports itself (``rescrapes.running``).
+        self.answering = Running(request.session_id)
+        try:
+            return await job.run(request, replies)
+        finally:
+            self.answering = None
 
     async def _refused(
         self, job: Job, request: Request, replies: Replies, redelivered: bool

@@ -7,6 +7,7 @@ import asyncio
 import io
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,11 +18,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bots.ask import Ask
 from bots.client import ConciergeClient
+from broker.amqp import Broker
 from broker.protocol import Cancelled, Done
 from config.logging import session_context, setup_logging
 from config.settings import Settings
+from engine.knowledge import KnowledgeBase
+from engine.llm import Backend
 from engine.metrics import OUTCOMES, EngineMetrics, MetricsServer
-from tests.conftest import LONG_QUESTION, RunningEngine
+from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.helpers import collect, wait_for_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,6 +139,63 @@ async def test_healthz_answers_200_with_the_engine_state(
     assert health["broker_connected"] is True
     assert health["model_loaded"] is True
     assert health["engine"] == engine.worker.settings.engine_name
+
+
+async def healthz(server: MetricsServer) -> dict[str, Any]:
+    status, _, text = await http_get(server, "/healthz")
+    assert status == 200
+    health: dict[str, Any] = json.loads(text)
+    return health
+
+
+async def test_healthz_names_the_answer_being_generated_and_for_how_long(
+    long_server: MetricsServer, long_engine: RunningEngine, client: ConciergeClient
+) -> None:
+    idle = await healthz(long_server)
+    assert (idle["answering"], idle["rescraping"]) == (None, None)
+
+    running = await client.ask(Ask(LONG_QUESTION, "u1"))
+    await wait_for_tokens(running, 2)
+    first = (await healthz(long_server))["answering"]
+    await wait_for_tokens(running, 2)
+    later = await healthz(long_server)
+    await client.cancel(running, "u1")
+    await collect(running)
+    await long_engine.worker.wait_idle()
+    after = await healthz(long_server)
+
+    assert first["session_id"] == running.session_id
+    assert later["answering"]["session_id"] == running.session_id
+    assert 0 <= first["running_s"] <= later["answering"]["running_s"]
+    assert later["rescraping"] is None  # an answer is not a rescrape
+    assert after["answering"] is None
+
+
+async def test_healthz_reports_the_engines_knowledge_base_as_it_changes(
+    site_settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    engine = await start_engine(site_settings, backend)
+    try:
+        async with MetricsServer(engine.worker.metrics, "127.0.0.1", 0) as server:
+            before = (await healthz(server))["knowledge_base"]
+            async with ConciergeClient(site_settings, "test") as client:
+                rescraped = (await collect(await client.ask(Ask("", "admin", "rescrape"))))[-1]
+            after = (await healthz(server))["knowledge_base"]
+    finally:
+        await engine.stop()
+
+    path = str(site_settings.kb_path.resolve())
+    assert before == {"path": path, "articles": 0, "passages": 0, "last_rescrape": None}
+    assert isinstance(rescraped, Done)
+    stats = KnowledgeBase(site_settings.kb_path).stats()
+    assert stats.articles > 0 and stats.last_rescrape_at is not None
+    assert after == {
+        "path": path,
+        "articles": stats.articles,
+        "passages": stats.passages,
+        "last_rescrape": stats.last_rescrape_at.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", after["last_rescrape"])
 
 
 async def test_healthz_answers_503_until_the_engine_can_serve() -> None:

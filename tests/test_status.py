@@ -89,12 +89,14 @@ async def test_status_shows_queues_consumers_and_a_busy_engine(
 
 
 async def test_status_reads_the_engine_health_and_the_knowledge_base(
+    settings: Settings,
     site_settings: Settings,
     health_server: MetricsServer,
     broker: Broker,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    result = await rescrape(site_settings, lambda _: None, lambda: False)
+    engine_kb = site_settings.model_copy(update={"kb_path": settings.kb_path})  # the engine's
+    result = await rescrape(engine_kb, lambda _: None, lambda: False)
     assert result.articles > 0
     settings = site_settings.model_copy(update={"metrics_port": health_server.port})
 
@@ -107,8 +109,9 @@ async def test_status_reads_the_engine_health_and_the_knowledge_base(
     assert "{'" not in output  # counts in a table, not a Python dict
     assert row(output, "started")[:2] == ["started", "done"]  # the header of the counts
     assert "engine 'engine'" in output and "engine engine" not in output
-    assert f"{result.articles} articles" in output
+    assert f"(the engine's) {engine_kb.kb_path.resolve()}: {result.articles} articles" in output
     assert "last rescrape never" not in output
+    assert row(output, "rescraping") == ["rescraping", "no"]
 
 
 async def test_status_without_an_engine_says_so_and_exits_1(
