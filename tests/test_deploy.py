@@ -78,7 +78,10 @@ def test_every_app_service_waits_for_a_healthy_broker_and_uses_its_credentials(
     compose: dict[str, Any], name: str
 ) -> None:
     service = compose["services"][name]
-    assert service["depends_on"] == {"rabbitmq": {"condition": "service_healthy"}}
+    assert service["depends_on"]["rabbitmq"] == {"condition": "service_healthy"}
+    others = set(service["depends_on"]) - {"rabbitmq"}
+    # an engine also waits for the model server, when its profile runs it
+    assert others == ({"llamacpp"} if name.startswith("engine") else set())
     url = service["environment"]["CONCIERGE_BROKER_URL"]
     assert url.startswith("amqp://${RABBITMQ_DEFAULT_USER:?")
     assert ":${RABBITMQ_DEFAULT_PASS:?" in url
@@ -124,6 +127,29 @@ def test_the_second_engine_has_its_own_cancel_queue_and_never_purges(
     assert second["environment"]["CONCIERGE_ENGINE_NAME"] != first_name
     assert second["environment"]["CONCIERGE_PURGE_ON_START"] == "false"
     assert "ports" not in second  # both cannot publish the same host port
+
+
+def test_the_llamacpp_profile_serves_the_engines_a_model_from_the_models_volume(
+    compose: dict[str, Any],
+) -> None:
+    server = compose["services"]["llamacpp"]
+    assert server["profiles"] == ["llamacpp"]
+    assert server["image"].startswith("ghcr.io/ggml-org/llama.cpp:server")
+    assert "ports" not in server  # the compose network only
+    assert server["volumes"] == ["models:/models:ro"]
+    command = server["command"]
+    options = dict(zip(command[::2], command[1::2], strict=False))
+    assert options["--model"].startswith("${LLAMACPP_MODEL:-/models/")
+    assert options["--host"] == "0.0.0.0" and options["--port"] == "8080"
+    assert "--slots" in command  # the engine reads /slots after a cancel
+    assert "/health" in " ".join(server["healthcheck"]["test"])
+    for name in ("engine", "engine-2"):  # optional: engines start without the profile
+        wait = compose["services"][name]["depends_on"]["llamacpp"]
+        assert wait == {"condition": "service_healthy", "required": False}
+    # the URL .env.example gives for the profile is this service's
+    example = (ROOT / ".env.example").read_text()
+    assert "http://llamacpp:8080/v1" in example
+    assert Settings(_env_file=None, openai_base_url="http://llamacpp:8080/v1")  # type: ignore[call-arg]
 
 
 def test_published_ports_are_on_loopback_only(compose: dict[str, Any]) -> None:
