@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from bots.ask import Ask, Kind
+from bots.history import last_turns, within_body
 from bots.session import Detached, Session, SessionRegistry, StopRequested
 from broker.amqp import Broker, Envelope, QueueFull, ReplyQueueTaken
 from broker.protocol import TERMINAL_TYPES, Cancel, ReplyEvent, Request, make_request
@@ -85,13 +86,18 @@ class ConciergeClient:
         return session
 
     async def prepare(self, ask: Ask, *, ttl_s: float | None = None) -> Session:
-        """A session for a request not sent yet; ``queued_ahead`` says how many wait before it.
+        """A session for a request not sent yet; ``queued_ahead`` says how many wait before it,
+        ``engines`` how many engines take requests (0: none is running, the request waits).
 
         An adapter shows its placeholder between ``prepare`` and ``submit``, so the request can
         name that message in its context. Raises ``AskRefused`` for a question over the length
         limit or an asker who already has ``max_waiting_per_user`` requests open.
         """
         self._check_limits(ask.question, ask.asker)
+        settings = self.settings
+        history, cut = last_turns(
+            ask.history, settings.history_max_messages, settings.history_max_chars
+        )
         request = make_request(
             reply_to=self.bot_id,
             user_id=ask.asker,
@@ -100,11 +106,14 @@ class ConciergeClient:
             kind=ask.kind,
             platform=self.platform,
             context=dict(ask.place),
+            history=history,
         )
         session = Session.for_request(request, timeout_s=self._reply_timeout_s(ask.kind))
+        session.history_cut = ask.history_cut or cut
         self.sessions.add(session)  # before any await: it counts toward the asker's cap at once
         try:
-            session.queued_ahead = await self.broker.request_queue_depth()
+            counts = await self.broker.request_queue_counts()
+            session.queued_ahead, session.engines = counts.messages, counts.consumers
         except BaseException:
             self.sessions.remove(session.session_id)
             raise
@@ -123,7 +132,8 @@ class ConciergeClient:
         }
         # validated again (model_copy would not check the context's limits)
         request = Request.model_validate(session.request.model_dump() | {"context": context})
-        session.request = request
+        request, cut = within_body(request)
+        session.request, session.history_cut = request, session.history_cut or cut
         try:
             await self.broker.send_request(request)
         except QueueFull:

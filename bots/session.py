@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from broker.protocol import ReplyEvent, Request
+from broker.protocol import Expired, ReplyEvent, Request
 
 
 class ReplyTimeout(Exception):
@@ -31,6 +32,9 @@ class Detached:
 SessionItem = ReplyEvent | StopRequested | Detached
 
 ENDED_REMEMBERED = 1000  # ids of ended sessions kept, so a late event is not taken over
+# How long past its deadline a request nobody took ends here as expired: a running engine
+# says so itself first; with none running, nobody else would.
+LOCAL_EXPIRY_GRACE_S = 3.0
 
 
 @dataclass
@@ -47,6 +51,9 @@ class Session:
     kind: Literal["ask", "rescrape"] = "ask"
     request: Request | None = None
     queued_ahead: int = 0
+    history_cut: bool = False  # older messages of its conversation were left out of the request
+    engines: int | None = None  # consumers of the request queue when asked; 0: none running
+    taken: bool = False  # an event came from the engine: it has the request
     created_at: float = field(default_factory=time.monotonic)
     items: asyncio.Queue[SessionItem] = field(default_factory=asyncio.Queue)
     # The acknowledgement of its terminal event, held until the session is forgotten (shown):
@@ -58,12 +65,37 @@ class Session:
         return cls(request.session_id, request.user_id, timeout_s, request.type, request)
 
     async def next_item(self, timeout_s: float | None = None) -> SessionItem:
-        """The next event; ``ReplyTimeout`` after ``timeout_s`` (default: the reply timeout)."""
+        """The next event; ``ReplyTimeout`` after ``timeout_s`` (default: the reply timeout).
+
+        A request no engine took by its deadline ends as ``Expired``, made here.
+        """
         wait_s = self.timeout_s if timeout_s is None else timeout_s
+        expires_in_s = self._expires_in_s()
         try:
-            return await asyncio.wait_for(self.items.get(), wait_s)
+            item = await asyncio.wait_for(self.items.get(), min(wait_s, expires_in_s))
         except TimeoutError:
+            if expires_in_s <= wait_s:
+                return self._expired_here()
             raise ReplyTimeout(f"no reply within {wait_s:g} s") from None
+        self.taken = self.taken or not isinstance(item, StopRequested | Detached)
+        return item
+
+    def _expires_in_s(self) -> float:
+        """Until the local expiry; infinite once an engine has the request (or it is unknown)."""
+        if self.taken or self.request is None:
+            return math.inf
+        return max(0.0, self.request.deadline + LOCAL_EXPIRY_GRACE_S - time.time())
+
+    def _expired_here(self) -> Expired:
+        """The ``expired`` event no engine sent (none ran, or none reached the request)."""
+        assert self.request is not None
+        ttl_s = self.request.deadline - self.request.sent_at
+        return Expired(
+            session_id=self.session_id,
+            seq=0,
+            context=self.request.context,
+            reason=f"no engine took it within its time to live ({ttl_s:g} s)",
+        )
 
     async def __aiter__(self) -> AsyncIterator[SessionItem]:
         while True:

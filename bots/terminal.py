@@ -1,105 +1,185 @@
-"""The terminal adapter: ``concierge ask`` (one question) and ``concierge chat`` (a session).
+"""The terminal adapter: ``concierge ask`` (one question), ``concierge rescrape``, and
+``concierge chat`` (a conversation: each question carries the ones before and their answers).
 
-Tokens are printed as they arrive, not throttled: a terminal has no rate limit. Ctrl+C during
-an answer publishes a cancel and waits for the engine to confirm; Ctrl+C at an empty prompt,
-or Ctrl+D, leaves the chat.
+Ctrl+C during an answer publishes a cancel (a question still queued is gone at once; a running
+answer stops at the engine); Ctrl+C at an empty prompt, or Ctrl+D, leaves the chat.
 """
 
 from __future__ import annotations
 
 import asyncio
 import getpass
+import re
 import signal
 import sys
-from collections.abc import Callable, Coroutine
-from typing import TextIO
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from bots.ask import Ask, Kind
 from bots.client import AskRefused, ConciergeClient
-from bots.session import Detached, ReplyTimeout, Session, StopRequested
-from broker.protocol import (
-    TERMINAL_TYPES,
-    Cancelled,
-    Done,
-    Expired,
-    Failed,
-    Progress,
-    ReplyEvent,
-    TokenEvent,
-)
+from bots.session import Session
+from bots.terminal_answer import EXIT_FAILED, EXIT_OK, Outcome, TerminalAnswer
+from bots.terminal_prompt import Lines, chat_lines
+from bots.terminal_status import TerminalStatus
+from bots.terminal_text import answer_text
+from broker.protocol import MAX_HISTORY_TURNS, HistoryTurn
 from config.settings import Settings
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130
-STOP_CONFIRM_TIMEOUT_S = 10.0
+EXIT_USAGE = 2
+COMMAND = re.compile(r"^/[a-z]+$")  # "/new"; "/etc/hosts?" is a question
+KEYS = "[bold]/new[/] starts a new conversation · Ctrl+D leaves"
+HELP = f"ask anything · Ctrl+C stops an answer · {KEYS}"
 
 
-class TerminalAnswer:
-    """Follows one session and prints it: tokens to ``out``, how it ended to ``err``."""
+def one_off(settings: Settings) -> Settings:
+    """A terminal client is never a named bot: under the bot's name it would take (and
+    acknowledge) that bot's replies, or be refused while the bot runs."""
+    return settings.model_copy(update={"bot_name": ""})
 
-    def __init__(self, session: Session, out: TextIO, err: Console, *, as_json: bool) -> None:
-        self.session = session
-        self.out = out
+
+def _stderr() -> Console:
+    """Status lines; wrapped to a terminal's width, never in a pipe or a file."""
+    return Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
+
+
+async def ask(
+    settings: Settings,
+    question: str,
+    *,
+    as_json: bool = False,
+    kind: Kind = "ask",
+) -> int:
+    """One question (or a rescrape); the answer on stdout. Exit 0 when done, 130 when stopped."""
+    err = _stderr()
+    if kind == "ask" and not question.strip():
+        err.print("[red]not asked:[/] the question is empty")
+        return EXIT_USAGE
+    async with ConciergeClient(one_off(settings), "terminal") as client:
+        try:
+            session = await client.ask(Ask(question, getpass.getuser(), kind))
+        except AskRefused as refusal:
+            err.print(f"[red]not asked:[/] {escape(str(refusal))}")
+            return EXIT_FAILED
+        answer = TerminalAnswer(
+            session,
+            answer_text(sys.stdout),
+            TerminalStatus(err),
+            json_out=sys.stdout if as_json else None,
+        )
+        with _on_sigint(lambda: _in_background(client.cancel(session, session.user_id))):
+            with client.showing(session):
+                return (await answer.follow()).code
+
+
+async def chat(settings: Settings, *, log_file: Path | None = None) -> int:
+    """Question after question, as one conversation; ``log_file``: where the engine running in
+    this process logs (``concierge up``), said in the banner."""
+    err = _stderr()
+    leave = asyncio.Event()
+    lines = chat_lines(err, leave)
+    async with ConciergeClient(one_off(settings), "terminal") as client:
+        conversation = Chat(client, settings, err, lines)
+        with _on_sigint(lambda: conversation.interrupt(leave)):
+            err.print(f"[bold]Concierge[/] · {HELP}")
+            if log_file is not None:
+                err.print(f"[dim]the engine logs to {escape(str(log_file))}[/]")
+            while (line := await lines.read()) is not None:
+                await conversation.take(line)
+    return EXIT_OK
+
+
+class Chat:
+    """One ``concierge chat`` run: its conversation, and the question being answered."""
+
+    def __init__(
+        self, client: ConciergeClient, settings: Settings, err: Console, lines: Lines
+    ) -> None:
+        self.client = client
         self.err = err
-        self.as_json = as_json
-        self.printed = ""
-        self.stop_requested = False
-        self.started = False
+        self.lines = lines
+        self.turns = Turns(settings.history_max_messages, settings.history_max_chars)
+        self.current: Session | None = None
 
-    async def follow(self) -> int:
-        """Print events until the exchange ends; return the exit code it deserves."""
-        while True:
-            timeout_s = STOP_CONFIRM_TIMEOUT_S if self.stop_requested else None
-            try:
-                item = await self.session.next_item(timeout_s)
-            except ReplyTimeout as error:
-                self.err.print(f"[red]timed out:[/] {error}")
-                return EXIT_INTERRUPTED if self.stop_requested else EXIT_FAILED
-            if isinstance(item, Detached):  # never sent to this client: it does not detach
-                return EXIT_INTERRUPTED
-            if isinstance(item, StopRequested):
-                self.stop_requested = True
-                if not self.started:
-                    self.err.print("[yellow]stopped[/] before it started")
-                    return EXIT_INTERRUPTED
-                continue
-            self.started = True
-            self._print(item)
-            if item.type in TERMINAL_TYPES:
-                return self._report_end(item)
+    async def take(self, line: str) -> None:
+        """A line typed at the prompt: a question, a command, or nothing."""
+        question = line.strip()
+        if not question:
+            self.err.print(f"[yellow]type a question first[/] · {KEYS}")
+        elif COMMAND.match(question):
+            self._command(question)
+        else:
+            await self._ask(question)
 
-    def _print(self, event: ReplyEvent) -> None:
-        if self.as_json:
-            self.out.write(event.model_dump_json() + "\n")
-        elif isinstance(event, Progress):
-            self.err.print(f"[dim]{event.text}[/]")
-        elif isinstance(event, TokenEvent):
-            self.out.write(event.text)
-            self.printed += event.text
-        elif isinstance(event, Done | Cancelled | Failed) and event.text.startswith(self.printed):
-            self.out.write(event.text[len(self.printed) :])  # anything a lost token left out
-            self.printed = event.text
-        self.out.flush()
+    def _command(self, command: str) -> None:
+        if command == "/new":
+            self.turns.clear()
+            self.err.print("[green]new conversation:[/] the questions before are forgotten")
+        elif command == "/help":
+            self.err.print(HELP)
+        else:
+            self.err.print(f"[yellow]no command {escape(command)}[/] · {KEYS}")
 
-    def _report_end(self, event: object) -> int:
-        if not self.as_json and self.printed and not self.printed.endswith("\n"):
-            self.out.write("\n")
-            self.out.flush()
-        match event:
-            case Done(tokens=tokens, tokens_per_s=rate):
-                self.err.print(f"[dim]done · {tokens} tokens · {rate or 0:.1f} tokens/s[/]")
-                return EXIT_OK
-            case Cancelled(tokens=tokens):
-                self.err.print(f"[yellow]stopped[/] after {tokens} tokens")
-                return EXIT_INTERRUPTED
-            case Failed(reason=reason):
-                self.err.print(f"[red]failed:[/] {reason}")
-            case Expired(reason=reason):
-                self.err.print(f"[red]expired:[/] {reason}")
-        return EXIT_FAILED
+    async def _ask(self, question: str) -> None:
+        ask = Ask(question, getpass.getuser(), history=self.turns.history())
+        try:
+            session = await self.client.ask(ask)
+        except AskRefused as refusal:
+            self.err.print(f"[red]not asked:[/] {escape(str(refusal))}")
+            return
+        answer = TerminalAnswer(session, answer_text(sys.stdout), TerminalStatus(self.err))
+        self.current = session
+        try:
+            with self.lines.held(), self.client.showing(session):
+                outcome = await answer.follow()
+        finally:
+            self.current = None
+        self.turns.add(question, outcome)
+
+    def interrupt(self, leave: asyncio.Event) -> None:
+        """Ctrl+C: stop the answer, or (between answers) leave."""
+        if self.current is not None:
+            _in_background(self.client.cancel(self.current, self.current.user_id))
+        else:
+            leave.set()
+
+
+class Turns:
+    """The conversation so far as the request's ``history``: each question with the model's
+    answer as it was shown (marked when it did not run to its end). The client sends the
+    newest ``max_turns`` and flags the cut (the answer then says so); none when it is 0."""
+
+    def __init__(self, max_turns: int, max_chars: int) -> None:
+        self.max_turns = MAX_HISTORY_TURNS if max_turns else 0
+        self.max_chars = max_chars
+        self._turns: list[HistoryTurn] = []
+
+    def history(self) -> tuple[HistoryTurn, ...]:
+        return tuple(self._turns)
+
+    def add(self, question: str, outcome: Outcome) -> None:
+        """A question and how it was answered; one never answered is left out."""
+        if outcome.reply is None:
+            return
+        self._turns += [
+            HistoryTurn(role="user", text=_capped(question, "", self.max_chars)),
+            HistoryTurn(
+                role="assistant", text=_capped(outcome.reply, outcome.mark, self.max_chars)
+            ),
+        ]
+        del self._turns[: max(0, len(self._turns) - self.max_turns)]
+
+    def clear(self) -> None:
+        self._turns.clear()
+
+
+def _capped(text: str, mark: str, max_chars: int) -> str:
+    """``text`` then ``mark``, in at most ``max_chars`` (a longer text keeps its start)."""
+    room = max(0, max_chars - len(mark))
+    return text[:room] + mark if len(text) > room else text + mark
 
 
 _background: set[asyncio.Task[None]] = set()
@@ -112,88 +192,11 @@ def _in_background(coroutine: Coroutine[object, object, None]) -> None:
     task.add_done_callback(_background.discard)
 
 
-def _on_sigint(callback: Callable[[], None]) -> None:
-    asyncio.get_running_loop().add_signal_handler(signal.SIGINT, callback)
-
-
-async def ask(
-    settings: Settings,
-    question: str,
-    *,
-    as_json: bool = False,
-    kind: Kind = "ask",
-) -> int:
-    """One question (or a rescrape); the answer on stdout. Exit 0 when done, 130 when stopped."""
-    err = Console(stderr=True)
-    async with ConciergeClient(one_off(settings), "terminal") as client:
-        try:
-            session = await client.ask(Ask(question, getpass.getuser(), kind))
-        except AskRefused as refusal:
-            err.print(f"[red]not asked:[/] {refusal}")
-            return EXIT_FAILED
-        answer = TerminalAnswer(session, sys.stdout, err, as_json=as_json)
-        _on_sigint(lambda: _in_background(client.cancel(session, session.user_id)))
-        try:
-            return await answer.follow()
-        finally:
-            asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
-            client.forget(session)
-
-
-def one_off(settings: Settings) -> Settings:
-    """A terminal client is never a named bot: under the bot's name it would take (and
-    acknowledge) that bot's replies, or be refused while the bot runs."""
-    return settings.model_copy(update={"bot_name": ""})
-
-
-async def chat(settings: Settings) -> int:
-    """Question after question; Ctrl+C stops an answer, Ctrl+D or Ctrl+C at the prompt leaves."""
-    err = Console(stderr=True)
-    lines = await _stdin_lines()
-    leave = asyncio.Event()
-    async with ConciergeClient(one_off(settings), "terminal") as client:
-        current: list[Session] = []
-
-        def interrupt() -> None:
-            if current:
-                _in_background(client.cancel(current[0], current[0].user_id))
-            else:
-                leave.set()
-
-        _on_sigint(interrupt)
-        err.print("[bold]Concierge[/] · ask anything · Ctrl+C stops an answer · Ctrl+D leaves")
-        while (question := await _prompt(lines, leave, err)) is not None:
-            if not question:
-                continue
-            try:
-                session = await client.ask(Ask(question, getpass.getuser()))
-            except AskRefused as refusal:
-                err.print(f"[red]not asked:[/] {refusal}")
-                continue
-            current.append(session)
-            await TerminalAnswer(session, sys.stdout, err, as_json=False).follow()
-            current.clear()
-            client.forget(session)
-    return EXIT_OK
-
-
-async def _stdin_lines() -> asyncio.StreamReader:
-    """Standard input as an asyncio stream, so reading never blocks the loop."""
+@contextmanager
+def _on_sigint(callback: Callable[[], None]) -> Iterator[None]:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader()
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    return reader
-
-
-async def _prompt(lines: asyncio.StreamReader, leave: asyncio.Event, err: Console) -> str | None:
-    """The next question; None on Ctrl+D or Ctrl+C."""
-    err.print("[bold cyan]you>[/] ", end="")
-    read = asyncio.ensure_future(lines.readline())
-    left = asyncio.ensure_future(leave.wait())
-    await asyncio.wait({read, left}, return_when=asyncio.FIRST_COMPLETED)
-    left.cancel()
-    if not read.done():
-        read.cancel()
-        return None
-    line = read.result()
-    return line.decode(errors="replace").strip() if line else None
+    loop.add_signal_handler(signal.SIGINT, callback)
+    try:
+        yield
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)

@@ -85,6 +85,14 @@ def safe_url(url: str) -> str:
 
 
 @dataclass(frozen=True)
+class QueueCounts:
+    """The request queue at one moment: ``consumers`` is 0 when no engine is running."""
+
+    messages: int  # waiting; the one being answered is not counted
+    consumers: int
+
+
+@dataclass(frozen=True)
 class Envelope(Generic[M]):
     """A decoded message and what its consumer may do with it; aio-pika stays in this module."""
 
@@ -308,11 +316,15 @@ class Broker:
 
     async def request_queue_depth(self) -> int:
         """Requests waiting (not counting the one being answered)."""
+        return (await self.request_queue_counts()).messages
+
+    async def request_queue_counts(self) -> QueueCounts:
+        """Requests waiting and engines taking them, both from one declare."""
         assert self._request_queue is not None and self._confirm is not None
         # after a reconnect, wait (briefly) until the channel is restored
         await asyncio.wait_for(self._confirm.ready(), self.settings.connect_timeout_s)
-        declared = await self._request_queue.declare()  # a fresh count, not a cached one
-        return declared.message_count or 0
+        declared = await self._request_queue.declare()  # fresh counts, not cached ones
+        return QueueCounts(declared.message_count or 0, declared.consumer_count or 0)
 
     async def take_waiting_request(self) -> Envelope[Request | Cancel] | None:
         """One waiting message, or None once the queue is empty (the startup purge uses it)."""

@@ -6,18 +6,29 @@ import argparse
 import asyncio
 import signal
 import sys
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Coroutine
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+import aiohttp
 
 from broker.amqp import BrokerUnavailable
+from cli.errors import broker_unavailable, platform_unreachable
+from cli.eval import add_eval_parser, eval_command
 from config.logging import setup_logging
 from config.settings import ConfigError, Settings, load_settings
+from engine.llm import BackendUnavailable
 
 if TYPE_CHECKING:
     from engine.worker import Worker
 
+EXIT_USAGE = 2  # argparse's code: `concierge` or `concierge kb` alone prints the help
 EXIT_CONFIG = 78  # EX_CONFIG
 EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
+PLATFORMS = {"discord": "Discord", "slack": "Slack"}  # named when their command cannot connect
+CHAT_LOG = Path("concierge.log")  # the log of `concierge up` with the terminal chat
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -35,16 +46,19 @@ async def engine_command(settings: Settings) -> int:
     return 0
 
 
-async def up_command(settings: Settings) -> int:
-    """The engine and every configured adapter in one process (the small-VPS deployment)."""
+async def up_command(settings: Settings, chat_log: Path) -> int:
+    """The engine and every configured adapter in one process (the small-VPS deployment);
+    with no platform configured, the terminal chat (the log then goes to ``chat_log``)."""
     from bots.terminal import chat
     from engine.main import run_engine
 
+    adapters = _configured_adapters(settings)
+    if not adapters:
+        print("starting the engine…", file=sys.stderr)
     stop = asyncio.Event()
     ready: asyncio.Future[Worker] = asyncio.get_running_loop().create_future()
     engine = asyncio.create_task(run_engine(settings, stop, ready=ready))
     await _first_of(ready, engine)
-    adapters = _configured_adapters(settings)
     if adapters:
         _stop_on_signals(stop)
         runs = [
@@ -53,7 +67,7 @@ async def up_command(settings: Settings) -> int:
         ]
         await asyncio.gather(engine, *runs)
         return 0
-    code = await chat(settings)
+    code = await chat(settings, log_file=chat_log)
     stop.set()
     await engine
     return code
@@ -66,17 +80,26 @@ async def _first_of(*aws: Awaitable[object]) -> None:
         task.result()  # an engine that failed to start raises here
 
 
-AdapterRun = Callable[[Settings, asyncio.Event], Awaitable[None]]
+AdapterRun = Callable[[Settings, asyncio.Event], Coroutine[object, object, None]]
 
 
 def _configured_adapters(settings: Settings) -> list[tuple[str, AdapterRun]]:
     """The platform adapters whose tokens are set, by platform."""
-    adapters: list[tuple[str, AdapterRun]] = []
-    if settings.discord_token is not None:
-        adapters.append(("discord", _run_discord()))
-    if settings.slack_bot_token is not None:
-        adapters.append(("slack", _run_slack()))
-    return adapters
+    runs = {"discord": _run_discord, "slack": _run_slack}
+    return [(platform, runs[platform]()) for platform in _configured_platforms(settings)]
+
+
+def _configured_platforms(settings: Settings) -> list[str]:
+    tokens = {"discord": settings.discord_token, "slack": settings.slack_bot_token}
+    return [platform for platform, token in tokens.items() if token is not None]
+
+
+def _log_stream(command: str, settings: Settings) -> TextIO | None:
+    """Where the log goes: stderr, but under ``up`` with the terminal chat a file, so the
+    engine's lines never land in the chat (the chat's banner says where)."""
+    if command != "up" or _configured_platforms(settings):
+        return None
+    return CHAT_LOG.open("a", encoding="utf-8")  # open until the process ends
 
 
 def adapter_settings(settings: Settings, platform: str) -> Settings:
@@ -99,14 +122,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="concierge", description="A self-hosted AI concierge for Discord and Slack."
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument(
+        "--version", action="version", version=f"concierge {_version()}", help="print the version"
+    )
+    parser.set_defaults(show_help=parser.print_help)
+    commands = parser.add_subparsers(
+        title="commands", dest="command", metavar="COMMAND", help="what to run"
+    )
     commands.add_parser("engine", help="run the engine worker")
     commands.add_parser("up", help="run the engine and every configured adapter")
     commands.add_parser("chat", help="chat with the bot in this terminal")
     commands.add_parser("discord", help="run the Discord bot")
     commands.add_parser("slack", help="run the Slack bot")
     ask = commands.add_parser("ask", help="ask one question, stream the answer to stdout")
-    ask.add_argument("question")
+    ask.add_argument("question", help="the question (quote it)")
     ask.add_argument("--json", action="store_true", help="print every reply event as JSON")
     rescrape = commands.add_parser("rescrape", help="rebuild the knowledge base from the site")
     rescrape.add_argument("--json", action="store_true", help="print every reply event as JSON")
@@ -116,24 +145,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status.add_argument("--bot", action="append", default=[], help="also show this bot's queue")
     kb = commands.add_parser("kb", help="inspect the knowledge base")
-    kb_commands = kb.add_subparsers(dest="kb_command", required=True)
+    kb.set_defaults(show_help=kb.print_help)
+    kb_commands = kb.add_subparsers(
+        title="commands", dest="kb_command", metavar="KB_COMMAND", help="what to show"
+    )
     kb_commands.add_parser("stats", help="articles, passages, last rescrape, size")
     search = kb_commands.add_parser("search", help="the passages a question would retrieve")
-    search.add_argument("words")
-    search.add_argument("--limit", type=int, default=5)
-    from engine.benchmarks.cli import add_bench_parser
+    search.add_argument("words", help="the question or words to look up")
+    search.add_argument("--limit", type=int, default=5, help="at most this many passages")
+    from cli.benchmarks.command import add_bench_parser
 
     add_bench_parser(commands)
+    add_eval_parser(commands)
     return parser
 
 
-def _dispatch(args: argparse.Namespace, settings: Settings) -> Awaitable[int]:
+def _dispatch(args: argparse.Namespace, settings: Settings) -> Coroutine[object, object, int]:
     """The coroutine that runs ``args.command``; modules load only when their command runs."""
     from bots import terminal
 
-    commands: dict[str, Callable[[], Awaitable[int]]] = {
+    commands: dict[str, Callable[[], Coroutine[object, object, int]]] = {
         "engine": lambda: engine_command(settings),
-        "up": lambda: up_command(settings),
+        "up": lambda: up_command(settings, CHAT_LOG.resolve()),
         "chat": lambda: terminal.chat(settings),
         "ask": lambda: terminal.ask(settings, args.question, as_json=args.json),
         "rescrape": lambda: terminal.ask(settings, "", as_json=args.json, kind="rescrape"),
@@ -142,58 +175,82 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> Awaitable[int]:
         "kb": lambda: _kb(args, settings),
         "status": lambda: _status(args, settings),
         "bench": lambda: _bench(args, settings),
+        "eval": lambda: eval_command(args, settings),
     }
     return commands[args.command]()
 
 
 def _run_discord() -> AdapterRun:
-    from bots.discord_adapter import run_discord
+    from bots.discord_app import run_discord
 
     return run_discord
 
 
 def _run_slack() -> AdapterRun:
-    from bots.slack_adapter import run_slack
+    from bots.slack_app import run_slack
 
     return run_slack
 
 
 async def _status(args: argparse.Namespace, settings: Settings) -> int:
-    from bots.status import status_command
+    from cli.status import status_command
 
     return await status_command(settings, engine_names=args.engine, bot_names=args.bot)
 
 
 async def _bench(args: argparse.Namespace, settings: Settings) -> int:
-    from engine.benchmarks.cli import bench_command
+    from cli.benchmarks.command import bench_command
 
     return await bench_command(args, settings)
 
 
 async def _kb(args: argparse.Namespace, settings: Settings) -> int:
-    from bots.kb_commands import kb_search, kb_stats
+    from cli.kb import kb_search, kb_stats
 
     if args.kb_command == "stats":
         return kb_stats(settings)
     return kb_search(settings, args.words, args.limit)
 
 
+def _version() -> str:
+    try:
+        return version("concierge")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "(not installed)"
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"concierge: {message}", file=sys.stderr)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command is None or (args.command == "kb" and args.kb_command is None):
+        args.show_help()
+        return EXIT_USAGE
     try:
         settings = load_settings()
     except ConfigError as error:
-        print(f"concierge: {error}", file=sys.stderr)
-        return EXIT_CONFIG
-    setup_logging(settings.log_level, json_lines=settings.log_json)
+        return _fail(str(error), EXIT_CONFIG)
+    setup_logging(
+        settings.log_level,
+        json_lines=settings.log_json,
+        stream=_log_stream(args.command, settings),
+        library_level=settings.log_level_libraries,
+    )
     try:
         return asyncio.run(_dispatch(args, settings))
+    except BackendUnavailable as error:  # CONCIERGE_BACKEND=openai: the model server
+        return _fail(str(error), EXIT_UNAVAILABLE)
     except BrokerUnavailable as error:
-        print(f"concierge: {error}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
+        return _fail(broker_unavailable(error), EXIT_UNAVAILABLE)
+    except aiohttp.ClientConnectorError as error:  # from inside discord.py or slack-sdk
+        return _fail(platform_unreachable(error, PLATFORMS.get(args.command)), EXIT_UNAVAILABLE)
     except ConfigError as error:
-        print(f"concierge: {error}", file=sys.stderr)
-        return EXIT_CONFIG
+        return _fail(str(error), EXIT_CONFIG)
+    except KeyboardInterrupt:  # Ctrl+C before a command took it over (connecting): no traceback
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -158,16 +158,29 @@ def health_table(health: Health, url: str | None) -> Table:
     table = Table(show_header=False, title=f"engine {health.get('engine')!r} ({url})")
     table.add_row("broker connected", _yes(health.get("broker_connected")))
     table.add_row("model loaded", _yes(health.get("model_loaded")))
+    if isinstance(backend := health.get("backend"), dict):  # older engines leave it out
+        table.add_row("backend", backend_text(backend))
+        if "server_answering" in backend:
+            table.add_row("model server answers", _yes(backend["server_answering"]))
     if isinstance(uptime := health.get("uptime_s"), int | float):
         table.add_row("up for", duration(uptime))
     if "answering" in health:  # an engine too old to say leaves the row out
         table.add_row("answering", _answering(health["answering"]))
+    if "rescraping" in health:
+        table.add_row("rescraping", _answering(health["rescraping"], idle="no"))
     return table
 
 
-def _answering(answering: object) -> str:
+def backend_text(backend: Health) -> str:
+    """``openai: <model> at <url>`` for a model server, ``llama: <file>`` in process."""
+    kind, model = backend.get("kind", "?"), backend.get("model")
+    where = f" at {backend['url']}" if backend.get("url") else ""
+    return f"{kind}: {model or 'its default model'}{where}"
+
+
+def _answering(answering: object, idle: str = "no (idle)") -> str:
     if not isinstance(answering, dict):
-        return "no (idle)"
+        return idle
     running_s = answering.get("running_s")
     took = f" for {duration(running_s)}" if isinstance(running_s, int | float) else ""
     return f"[green]yes[/]: session {answering.get('session_id')}{took}"

@@ -1,0 +1,184 @@
+"""One exchange followed at the terminal, from "queued" to the line that says how it ended.
+
+Tokens are shown as they arrive, not throttled: a terminal has no rate limit. The answer's
+text goes to stdout (``AnswerText``), everything about it to stderr (``TerminalStatus``), so
+``concierge ask ... > answer.md`` keeps only the answer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TextIO
+
+from rich.markup import escape
+
+from bots.history import CUT_OFF_MARK, STOPPED_MARK
+from bots.session import Detached, ReplyTimeout, Session, SessionItem, StopRequested
+from bots.terminal_status import TerminalStatus
+from bots.terminal_text import AnswerText, common_length
+from broker.protocol import (
+    Cancelled,
+    Done,
+    Expired,
+    Failed,
+    Progress,
+    ReplyEvent,
+    Started,
+    TerminalEvent,
+    TokenEvent,
+)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 130
+STOP_CONFIRM_TIMEOUT_S = 10.0
+
+FINISHED_EARLY = {
+    "length": "cut off at the token limit (CONCIERGE_MAX_TOKENS)",
+    "repetition": "stopped because it was repeating itself",
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How an exchange ended: the exit code it deserves, and the model's own words as shown
+    (without what the engine appended: notes, sources), for the conversation."""
+
+    code: int
+    reply: str | None = None
+    mark: str = ""  # how the conversation marks a reply that did not run to its end
+
+
+def done_line(event: Done) -> str:
+    """``done · 42 tokens · 35.1 tokens/s``; just ``done`` for a text the model did not write
+    (the engine's own, as when the site does not cover the question)."""
+    parts = ["done"]
+    if event.tokens:
+        parts.append(f"{event.tokens} tokens")
+    if event.tokens_per_s:
+        parts.append(f"{event.tokens_per_s:.1f} tokens/s")
+    return " · ".join(parts)
+
+
+class TerminalAnswer:
+    """Follows one session: its text to ``text`` (or every event as JSON to ``json_out``),
+    its state to ``status``."""
+
+    def __init__(
+        self,
+        session: Session,
+        text: AnswerText,
+        status: TerminalStatus,
+        *,
+        json_out: TextIO | None = None,
+    ) -> None:
+        self.session = session
+        self.text = text
+        self.status = status
+        self.json_out = json_out
+        self.streamed = ""  # every piece shown
+        self.model_words = ""  # the pieces the model wrote (the engine's own have no tokens)
+        self.stopping = False
+
+    async def follow(self) -> Outcome:
+        """Show events until the exchange ends."""
+        request = self.session.request
+        ttl_s = request.deadline - request.sent_at if request is not None else 0.0
+        self.status.queued(self.session, ttl_s)
+        try:
+            while True:
+                timeout_s = STOP_CONFIRM_TIMEOUT_S if self.stopping else None
+                try:
+                    item = await self.session.next_item(timeout_s)
+                except ReplyTimeout as error:
+                    return self._timed_out(error)
+                if (outcome := self._apply(item)) is not None:
+                    return outcome
+        finally:
+            self.status.close()
+
+    def _apply(self, item: SessionItem) -> Outcome | None:
+        if isinstance(item, StopRequested):
+            return self._stop_requested()
+        if isinstance(item, Detached):  # never sent to this client: it does not detach
+            return Outcome(EXIT_INTERRUPTED)
+        self._print_json(item)
+        match item:
+            case Started():
+                self.status.started(self.session.kind)
+            case TokenEvent(text=piece, tokens=tokens):
+                self.model_words += piece if tokens else ""
+                self._add(piece)
+            case Progress():
+                self.status.progress(item)
+            case Done() | Cancelled() | Failed() | Expired():
+                return self._end(item)
+        return None
+
+    def _stop_requested(self) -> Outcome | None:
+        """Ctrl+C: a queued question is gone at once; a running answer stops at the engine."""
+        if self.session.taken:
+            self.stopping = True
+            return None
+        self.status.say("[yellow]removed from the queue:[/] it will not be answered")
+        return Outcome(EXIT_INTERRUPTED)
+
+    def _add(self, piece: str) -> None:
+        if not self.streamed:
+            self.status.text_begins()
+        if self.json_out is None:
+            self.text.add(piece)
+        self.streamed += piece
+
+    def _print_json(self, event: ReplyEvent) -> None:
+        if self.json_out is not None:
+            self.json_out.write(event.model_dump_json() + "\n")
+            self.json_out.flush()
+
+    def _end(self, event: TerminalEvent) -> Outcome:
+        self.status.close()
+        final = self.streamed if isinstance(event, Expired) else event.text or self.streamed
+        if self.json_out is None and final:
+            self.text.finish(final)
+        rescrape = self.session.kind == "rescrape"
+        match event:
+            case Done():
+                self._say_done(event, rescrape=rescrape)
+                mark = CUT_OFF_MARK if event.finish_reason != "stop" else ""
+                return Outcome(EXIT_OK, self._reply(final), mark)
+            case Cancelled(tokens=tokens):
+                self.status.say(
+                    "[yellow]stopped[/]" + ("" if rescrape else f" after {tokens} tokens")
+                )
+                return Outcome(EXIT_INTERRUPTED, self._reply(final), STOPPED_MARK)
+            case Failed(reason=reason):
+                self.status.say(f"[red]failed:[/] {escape(reason)}")
+                return Outcome(EXIT_FAILED, self._reply(final), CUT_OFF_MARK)
+            case Expired(reason=reason):
+                self.status.say(f"[red]expired:[/] {escape(reason)}")
+        return Outcome(EXIT_FAILED)
+
+    def _say_done(self, event: Done, *, rescrape: bool) -> None:
+        if rescrape:  # its text is its summary
+            return
+        line = f"[dim]{done_line(event)}[/]"
+        if event.finish_reason in FINISHED_EARLY:
+            line += f" · [yellow]{FINISHED_EARLY[event.finish_reason]}[/]"
+        self.status.say(line)
+        if event.history_dropped or self.session.history_cut:  # by the engine, or the client
+            self.status.say(f"[dim]only the last {event.history_used} messages were used[/]")
+
+    def _reply(self, final: str) -> str | None:
+        """The model's words in ``final``: up to where it leaves what the model streamed (the
+        engine appends its notes and sources after them)."""
+        if self.session.kind == "rescrape" or not final:
+            return None
+        if not self.model_words:  # the pieces were lost: the whole text is all there is
+            return final
+        return final[: common_length(final, self.model_words)]
+
+    def _timed_out(self, error: ReplyTimeout) -> Outcome:
+        self.status.say(f"[red]timed out:[/] {escape(str(error))}")
+        if self.stopping:
+            return Outcome(EXIT_INTERRUPTED)
+        return Outcome(EXIT_FAILED)

@@ -1,0 +1,173 @@
+"""An answer's text on stdout: as it comes for a pipe, rendered Markdown at a terminal.
+
+The model writes Markdown (and the engine's notes are Markdown too). At a terminal each block
+is rendered once it is complete (a blank line outside a code fence ends it), while the block
+being written shows below in a live view that is redrawn on each piece. For a pipe the text is
+written exactly as it arrives, so ``concierge ask ... | grep`` reads plain words.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol, TextIO
+
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.segment import Segment
+
+FENCES = ("```", "~~~")
+AUTOLINK = re.compile(r"<(https?://[^\s<>]+)>")
+LIVE_SPARE_LINES = 3  # of the screen, kept free above a block taller than it
+
+
+class AnswerText(Protocol):
+    def add(self, piece: str) -> None:
+        """The next piece of the answer as it streams."""
+        ...
+
+    def finish(self, text: str) -> None:
+        """The whole final text (which may differ from what streamed): show what is missing."""
+        ...
+
+
+def answer_text(stream: TextIO) -> AnswerText:
+    if stream.isatty():
+        return MarkdownText(Console(file=stream, highlight=False))
+    return PlainText(stream)
+
+
+def common_length(one: str, other: str) -> int:
+    """How many characters the two texts share from their start."""
+    length = 0
+    for a, b in zip(one, other, strict=False):
+        if a != b:
+            break
+        length += 1
+    return length
+
+
+class PlainText:
+    """Pieces written as they come; the end of the final text a lost piece left out."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.text = ""
+
+    def add(self, piece: str) -> None:
+        self.stream.write(piece)
+        self.stream.flush()
+        self.text += piece
+
+    def finish(self, text: str) -> None:
+        rest = text[common_length(text, self.text) :]
+        shown = self.text + rest
+        if shown and not shown.endswith("\n"):
+            rest += "\n"
+        self.stream.write(rest)
+        self.stream.flush()
+
+
+def finished_length(text: str) -> int:
+    """How much of ``text`` is whole Markdown blocks that can no longer change: up to its last
+    blank line outside a code fence (0 when there is none yet)."""
+    end = position = 0
+    in_fence = False
+    for line in text.splitlines(keepends=True):
+        position += len(line)
+        if line.lstrip().startswith(FENCES):
+            in_fence = not in_fence
+        elif not in_fence and line.endswith("\n") and not line.strip():
+            end = position
+    return end
+
+
+class MarkdownText:
+    """Rendered block by block: whole blocks printed for good, the growing one live."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.text = ""
+        self.printed = 0  # characters of ``text`` rendered for good
+        self.blocks = 0
+        self.live: Live | None = None
+
+    def add(self, piece: str) -> None:
+        self.text += piece
+        end = self.printed + finished_length(self.text[self.printed :])
+        if end > self.printed:
+            self._print(self.text[self.printed : end])
+            self.printed = end
+        self._show_growing(self.text[self.printed :])
+
+    def finish(self, text: str) -> None:
+        self._stop_live()
+        printed = self.text[: self.printed]
+        self._print(text[common_length(text, printed) :])
+
+    def _print(self, blocks: str) -> None:
+        """Render whole blocks under those printed before (one blank line between)."""
+        if not blocks.strip():
+            return
+        self._stop_live()
+        if self.blocks:
+            self.console.print()
+        self.console.print(_markdown(blocks))
+        self.blocks += 1
+
+    def _show_growing(self, block: str) -> None:
+        if not block.strip():
+            return
+        view: RenderableType = _Tail(_markdown(block), self.console.height - LIVE_SPARE_LINES)
+        if self.blocks:  # the blank line between blocks, gone with the live view
+            view = Group("", view)
+        if self.live is None:
+            self.live = Live(
+                view,
+                console=self.console,
+                auto_refresh=False,
+                transient=True,  # replaced by the block rendered for good
+                redirect_stdout=False,
+                redirect_stderr=False,
+            )
+            self.live.start()
+        self.live.update(view, refresh=True)
+
+    def _stop_live(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+            self.live = None
+
+
+def _markdown(text: str) -> Markdown:
+    """Links show their address (not every terminal shows hyperlinks); an address written as
+    one (``<https://...>``, as in the sources list) shows once, as it is."""
+    text = _line_breaks_kept(AUTOLINK.sub(r"\1", text.strip("\n")))
+    return Markdown(text, hyperlinks=False)
+
+
+def _line_breaks_kept(text: str) -> str:
+    """Each newline a line break, as a chat shows it (Markdown would join the lines into one
+    paragraph): a hard break ("  " at the end) on every line outside a code fence."""
+    lines = text.split("\n")
+    in_fence = False
+    for index, line in enumerate(lines):
+        if line.lstrip().startswith(FENCES):
+            in_fence = not in_fence
+        elif not in_fence and line.strip():
+            lines[index] = line.rstrip() + "  "
+    return "\n".join(lines)
+
+
+class _Tail:
+    """The last ``lines`` lines of a renderable: the live block's newest words stay in view."""
+
+    def __init__(self, renderable: RenderableType, lines: int) -> None:
+        self.renderable = renderable
+        self.lines = max(1, lines)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        rendered = console.render_lines(self.renderable, options, pad=False)
+        for line in rendered[-self.lines :]:
+            yield from line
+            yield Segment.line()
