@@ -190,6 +190,8 @@ class Worker:
             await replies.expired(f"waited {waited} s, past its deadline")
         elif len(request.question) > limit:
             await replies.failed(f"question too long: {len(request.question)} > {limit}")
+        elif not await self.broker.reply_queue_exists(request.reply_to):
+            log.info("not answered: the asker is gone (its reply queue no longer exists)")
         else:
             return False
         return True

@@ -165,3 +165,26 @@ async def test_build_files_a_killed_rescrape_left_are_removed_at_start(
     assert not stale.exists()
     assert unrelated.exists()
     assert f"removed {stale}, left by a rescrape that did not finish" in caplog.messages
+
+
+async def test_a_request_whose_asker_left_before_the_engine_took_it_is_not_answered(
+    settings: Settings, backend: Backend, broker: Broker, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A terminal user who asked while no engine ran and then left (Ctrl+C, its reply queue
+    deleted) must not make the engine generate an answer for nobody once it starts."""
+    quiet = settings.model_copy(update={"purge_on_start": False})
+    async with ConciergeClient(quiet, "test") as leaving:
+        await leaving.ask(Ask("Who left before the engine came?", asker="u1"))
+    caplog.set_level(logging.INFO, logger="engine.worker")
+    async with ConciergeClient(quiet, "test") as staying:
+        session = await staying.ask(Ask("What is two plus two?", asker="u2"))
+        engine = await start_engine(quiet, backend)
+        try:
+            events = await collect(session)
+        finally:
+            await engine.stop()
+    assert isinstance(events[-1], Done)
+    gone = [r for r in caplog.records if "the asker is gone" in r.getMessage()]
+    assert len(gone) == 1
+    started = [r for r in caplog.records if r.getMessage().startswith("started")]
+    assert len(started) == 1  # only the asker who stayed
