@@ -20,6 +20,12 @@ from typing import Any, Literal
 
 from broker.amqp import Broker
 from broker.protocol import REQUEST_ROUTING_KEY, Cancel, Cancelled, Done
+from cli.benchmarks.openai import (
+    measure_after_stop,
+    server_of,
+    server_token_counter,
+    uncached,
+)
 from cli.benchmarks.rig import (
     FILLER_MARK,
     BenchBackend,
@@ -80,6 +86,16 @@ async def run_cancel(
         doc["broker_prefix"] = rig.settings.prefix  # deleted at the end
         question, prefill = await _question_and_baseline(rig, config, doc, progress)
         runs = await _all_runs(rig, config, question, prefill, progress)
+        if (server := server_of(rig)) is not None:
+            cancel_after_s = (prefill or {}).get("cancel_after_s") or 0.0
+            doc["server_after_stop"] = await measure_after_stop(
+                rig.settings,
+                server,
+                {config.phase: question},
+                cancel_after_s,
+                config.repeat,
+                progress,
+            )
     doc["runs"] = runs
     doc["summary"] = summarize_runs(runs, config.depths)
     doc["duration_s"] = time.time() - started
@@ -91,11 +107,16 @@ async def _question_and_baseline(
 ) -> tuple[str, dict[str, Any] | None]:
     if config.phase == "decode":
         return STORY_PROMPT, None
-    count_tokens = token_counter(rig.settings.resolved_model_path())
+    server = server_of(rig)
+    if server is None:
+        count_tokens = token_counter(rig.settings.resolved_model_path())
+    else:
+        count_tokens = server_token_counter(server)
     question = long_prompt(count_tokens, config.prompt_tokens)
     prompt_tokens = count_tokens(question)
     progress(f"prefill baseline: {prompt_tokens} prompt tokens, no cancel")
-    baseline = await measure_prefill(rig, question, config.baseline_runs)
+    measured = question if server is None else uncached(question)
+    baseline = await measure_prefill(rig, measured, config.baseline_runs)
     baseline["prompt_tokens"] = prompt_tokens
     doc["prefill_baseline"] = baseline
     return question, baseline
@@ -161,7 +182,8 @@ async def _all_runs(
         for index in range(config.repeat):
             order = MODES if index % 2 == 0 else MODES[::-1]  # neither mode always goes first
             for mode in order:
-                run = await measure_once(rig, config, mode, depth, question, cancel_after_s)
+                asked = question if server_of(rig) is None else uncached(question)
+                run = await measure_once(rig, config, mode, depth, asked, cancel_after_s)
                 run["run"] = index
                 runs.append(run)
                 progress(_describe(run))

@@ -1,4 +1,5 @@
-"""``concierge bench {cancel,stream,queue}``: options, running one benchmark, showing it.
+"""``concierge bench {cancel,stream,queue,conversation}``: options, running one benchmark,
+showing it.
 
 Kept light to import (argparse only at the top): ``cli.main`` builds its parser from here.
 """
@@ -47,12 +48,18 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON document instead")
     parser.add_argument("--plot", type=Path, metavar="FILE.png", help="draw the result")
     parser.add_argument("--verbose", action="store_true", help="keep the engine's logs")
+    parser.add_argument(
+        "--backend",
+        choices=("llama", "openai"),
+        help="the model in process, or the server at CONCIERGE_OPENAI_BASE_URL (default: settings)",
+    )
 
 
 def add_bench_parser(subcommands: Any) -> argparse.ArgumentParser:
-    """Add ``bench`` and its three benchmarks to the ``concierge`` subcommands."""
+    """Add ``bench`` and its four benchmarks to the ``concierge`` subcommands."""
     bench: argparse.ArgumentParser = subcommands.add_parser(
-        "bench", help="measure cancels, streaming and the queue (real broker and model)"
+        "bench",
+        help="measure cancels, streaming, the queue and follow-ups (real broker and model)",
     )
     kinds = bench.add_subparsers(dest="benchmark", required=True, help="which benchmark")
 
@@ -89,7 +96,30 @@ def add_bench_parser(subcommands: Any) -> argparse.ArgumentParser:
         "--cancels-added", type=int, default=100_000, help="added straight to cancelled_sessions"
     )
     _common(queue)
+
+    chat = kinds.add_parser("conversation", help="a follow-up's first token, state cache or not")
+    chat.add_argument("--turns", type=_turns, default=8, help="the conversation's turns (1-8)")
+    chat.add_argument(
+        "--interleave", type=_count, default=2, help="other questions before each measured turn"
+    )
+    chat.add_argument("--max-tokens", type=_positive, default=64, help="each answer's limit")
+    chat.add_argument("--repeat", type=_positive, default=1, help="the whole conversation")
+    _common(chat)
     return bench
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return value
+
+
+def _turns(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 8:
+        raise argparse.ArgumentTypeError("must be 1 to 8 (the conversation has eight turns)")
+    return value
 
 
 @dataclass(frozen=True)
@@ -126,7 +156,7 @@ def cancel_config(args: argparse.Namespace) -> CancelConfig:
 async def run_benchmark(
     args: argparse.Namespace, settings: Settings, backend: BenchBackend
 ) -> dict[str, Any]:
-    from cli.benchmarks import cancel, queue, stream
+    from cli.benchmarks import cancel, conversation, queue, stream
 
     progress = _progress_printer()
     match args.benchmark:
@@ -145,6 +175,14 @@ async def run_benchmark(
                 args.cancels_added,
             )
             return await queue.run_queue(settings, backend, queue_config, progress)
+        case "conversation":
+            chat = conversation.ConversationConfig(
+                turns=args.turns,
+                interleave=args.interleave,
+                repeat=args.repeat,
+                max_tokens=args.max_tokens,
+            )
+            return await conversation.run_conversation(settings, backend, chat, progress)
     raise AssertionError(args.benchmark)
 
 
@@ -165,6 +203,8 @@ def with_options(args: argparse.Namespace, settings: Settings) -> Settings:
         update["model_path"] = args.model
     if args.threads is not None:
         update["threads"] = args.threads
+    if args.backend is not None:
+        update["backend"] = args.backend
     if getattr(args, "phase", None) == "prefill":  # the model's context is fixed when loaded
         from cli.benchmarks.cancel import CancelConfig
 
@@ -175,9 +215,15 @@ def with_options(args: argparse.Namespace, settings: Settings) -> Settings:
 async def load_bench_backend(settings: Settings, *, cold: bool, filler_tokens: int) -> BenchBackend:
     from cli.benchmarks.rig import BenchBackend
     from engine.llm import LlamaBackend
-    from engine.main import model_options
+    from engine.main import backend_options, model_options
+    from engine.openai_backend import OpenAIBackend, OpenAIOptions
 
-    inner = await asyncio.to_thread(LlamaBackend, model_options(settings))
+    inner: LlamaBackend | OpenAIBackend
+    options = backend_options(settings)
+    if isinstance(options, OpenAIOptions):
+        inner = await asyncio.to_thread(OpenAIBackend.connect, options)
+    else:
+        inner = await asyncio.to_thread(LlamaBackend, model_options(settings))
     return BenchBackend(inner, filler_max_tokens=filler_tokens, cold=cold)
 
 
@@ -207,7 +253,8 @@ async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
         raise ConfigError("--plot: needs matplotlib (pip install 'concierge[plot]')")
     settings = with_options(args, settings)
     filler_tokens = getattr(args, "filler_tokens", 8)
-    cold = args.benchmark != "queue"  # the queue benchmark measures the engine as deployed
+    # the queue and conversation benchmarks measure the engine as deployed (its caches too)
+    cold = args.benchmark not in ("queue", "conversation")
     with _quiet(args.verbose):
         backend = await load_bench_backend(settings, cold=cold, filler_tokens=filler_tokens)
         doc = await run_benchmark(args, settings, backend)

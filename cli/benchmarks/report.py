@@ -29,7 +29,12 @@ def _pair(stats: dict[str, Any], digits: int = 3) -> str:
 
 
 def print_report(doc: dict[str, Any], console: Console) -> None:
-    tables = {"cancel": cancel_tables, "stream": stream_tables, "queue": queue_tables}
+    tables = {
+        "cancel": cancel_tables,
+        "stream": stream_tables,
+        "queue": queue_tables,
+        "conversation": conversation_tables,
+    }
     for table in tables[doc["benchmark"]](doc):
         console.print(table)
     env = doc["environment"]
@@ -63,7 +68,27 @@ def cancel_tables(doc: dict[str, Any]) -> list[Table]:
         extra.add_column("Full processing s (median / p95)", justify="right")
         extra.add_row(str(baseline["prompt_tokens"]), _pair(baseline["full_prefill_s"]))
         tables.append(extra)
+    if "server_after_stop" in doc:
+        tables.append(_after_stop_table(doc["server_after_stop"]))
     return tables
+
+
+def _after_stop_table(after: dict[str, Any]) -> Table:
+    """``--backend openai``: the stop on the backend itself, and the server's work after it."""
+    table = Table(title="The model server after a stop (median / p95 over runs)")
+    for column in ("Phase", "Runs", "Stop s", "Server busy after s", "Slot free after s"):
+        table.add_column(column, justify="left" if column == "Phase" else "right")
+    for phase in ("decode", "prefill"):
+        if phase in after:
+            row = after[phase]
+            table.add_row(
+                phase,
+                str(len(row["runs"])),
+                _pair(row["stop_s"]),
+                _pair(row["busy_after_stop_s"], 2),
+                _pair(row["slot_free_after_s"], 2),
+            )
+    return table
 
 
 def stop_ratios(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -92,7 +117,8 @@ def stream_tables(doc: dict[str, Any]) -> list[Table]:
     table = Table(title=f"Streaming, {summary['pairs']} interleaved pairs (median / p95)")
     for column in ("Path", "Tokens/s", "Time to first token s"):
         table.add_column(column, justify="left" if column == "Path" else "right")
-    table.add_row("llama.cpp in process", *_path_row(summary["in_process"]))
+    direct = doc["config"].get("direct", "llama.cpp in process")
+    table.add_row(direct, *_path_row(summary["in_process"]))
     table.add_row("pipeline, at the client", *_path_row(summary["pipeline"]))
     table.add_row("pipeline, engine-side", _pair(summary["engine_tokens_per_s"], 1), "")
     ratio = summary["ratio"]
@@ -102,7 +128,7 @@ def stream_tables(doc: dict[str, Any]) -> list[Table]:
     target = doc["config"]["target_ratio"]
     met = "met" if summary["meets_target"] else "NOT met"
     facts.add_row(
-        "tokens/s ratio, pipeline / in process (median, min)",
+        f"tokens/s ratio, pipeline / {direct} (median, min)",
         f"{_s(ratio['median'])}, {_s(ratio['min'])}  (target >= {target}: {met})",
     )
     facts.add_row("added time to first token s (median / p95)", _pair(summary["added_ttft_s"]))
@@ -113,6 +139,11 @@ def stream_tables(doc: dict[str, Any]) -> list[Table]:
         f"{_s(_ms(latency['max']), 2)}",
     )
     facts.add_row("same text both ways", f"{summary['same_text']} of {summary['pairs']}")
+    if (cpu := doc.get("client_cpu_s_per_token")) is not None:
+        facts.add_row(
+            "client CPU per token ms, backend / plain client (median)",
+            f"{_s(_ms(cpu['backend']['median']), 2)} / {_s(_ms(cpu['plain']['median']), 2)}",
+        )
     return [table, facts]
 
 
@@ -157,6 +188,56 @@ def queue_tables(doc: dict[str, Any]) -> list[Table]:
     return [table]
 
 
+def conversation_tables(doc: dict[str, Any]) -> list[Table]:
+    config, summary = doc["config"], doc["summary"]
+    table = Table(
+        title=f"A conversation of {summary['turns']} turns, {config['interleave']} other "
+        f"question(s) before each: time to first token, s ({_runs(summary['runs'])})"
+    )
+    columns = ("Turn", "History turns", "Prompt tokens", "Of them saved", "Cache", "No cache")
+    for column in (*columns, "Ratio"):
+        table.add_column(column, justify="right")
+    for row in summary["by_turn"]:
+        ratio = row["without_over_with"]
+        table.add_row(
+            str(row["turn"]),
+            str(row["history_used"]),
+            f"{row['prompt_tokens']:.0f}",
+            f"{row['saved_prefix_tokens']:.0f}",
+            _s(row["cached"]["median"], 2),
+            _s(row["uncached"]["median"], 2),
+            "-" if ratio is None else f"{ratio:.1f}x",
+        )
+    facts = Table(title="The state cache")
+    facts.add_column("Measure")
+    facts.add_column("Value", justify="right")
+    ratios = summary["last_over_first"]
+    met = "met" if summary["meets_target"] else "NOT met"
+    facts.add_row(
+        "last turn / first, with the cache",
+        f"{_s(ratios['cached'], 2)}  (target <= {config['target_ratio']}: {met})",
+    )
+    facts.add_row("last turn / first, without", _s(ratios["uncached"], 2))
+    last = doc["turns"][-1]["cache"]
+    mib = 1024 * 1024
+    facts.add_row(
+        "held at the end: states, MiB of the capacity (peak MiB)",
+        f"{last['entries']}, {last['bytes'] / mib:.1f} of {last['capacity_bytes'] / mib:.0f} "
+        f"({summary['cache_peak_bytes'] / mib:.1f})",
+    )
+    if last["bytes_per_token"] is not None:
+        facts.add_row(
+            "one state: KiB per token (the newest: tokens, MiB)",
+            f"{last['bytes_per_token'] / 1024:.1f} ({last['newest_entry_tokens']}, "
+            f"{last['newest_entry_bytes'] / mib:.1f})",
+        )
+    return [table, facts]
+
+
+def _runs(count: int) -> str:
+    return "one run" if count == 1 else f"median of {count} runs"
+
+
 # --- charts ------------------------------------------------------------------------------
 
 
@@ -168,7 +249,12 @@ def plot(doc: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(figsize=(8, 5))
-    drawers = {"cancel": _plot_cancel, "stream": _plot_stream, "queue": _plot_queue}
+    drawers = {
+        "cancel": _plot_cancel,
+        "stream": _plot_stream,
+        "queue": _plot_queue,
+        "conversation": _plot_conversation,
+    }
     drawers[doc["benchmark"]](doc, axes)
     axes.grid(True, alpha=0.3)
     figure.tight_layout()
@@ -208,7 +294,8 @@ def _plot_stream(doc: dict[str, Any], axes: Any) -> None:
     xs = range(len(pairs))
     local = [pair["in_process"]["tokens_per_s"] or 0 for pair in pairs]
     piped = [pair["pipeline"]["tokens_per_s"] or 0 for pair in pairs]
-    axes.bar([x - 0.2 for x in xs], local, width=0.4, label="llama.cpp in process")
+    direct = doc["config"].get("direct", "llama.cpp in process")
+    axes.bar([x - 0.2 for x in xs], local, width=0.4, label=direct)
     axes.bar([x + 0.2 for x in xs], piped, width=0.4, label="pipeline, at the client")
     ratio = doc["summary"]["ratio"]["median"]
     axes.set_xlabel("pair (same prompt, run side by side)")
@@ -224,3 +311,14 @@ def _plot_queue(doc: dict[str, Any], axes: Any) -> None:
     axes.set_xlabel("position in the queue")
     axes.set_ylabel("waited before the engine took it, s")
     axes.set_title(f"{doc['config']['requests']} requests queued at once")
+
+
+def _plot_conversation(doc: dict[str, Any], axes: Any) -> None:
+    rows = doc["summary"]["by_turn"]
+    turns = [row["turn"] for row in rows]
+    for mode, label in (("cached", "with the state cache"), ("uncached", "without")):
+        axes.plot(turns, [row[mode]["median"] for row in rows], marker="o", label=label)
+    axes.set_xlabel("turn of the conversation")
+    axes.set_ylabel("time to first token, s (median)")
+    axes.set_title(f"{doc['config']['interleave']} other question(s) before each turn")
+    axes.legend()

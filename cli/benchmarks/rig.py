@@ -15,7 +15,7 @@ import platform
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -26,8 +26,10 @@ from bots.session import Detached, ReplyTimeout, Session, StopRequested
 from broker.amqp import Broker
 from broker.protocol import TERMINAL_TYPES, ReplyEvent, Started, TokenEvent
 from config.settings import Settings
-from engine.llm import ChatMessage, GenerationLimits, LlamaBackend, ShouldStop
+from engine.llm import ChatMessage, GenerationLimits, LlamaBackend, Pieces, ShouldStop
 from engine.main import run_engine
+from engine.openai_backend import OpenAIBackend
+from engine.openai_server import public_url
 from engine.worker import Worker
 
 SCHEMA_VERSION = 1
@@ -62,7 +64,8 @@ def bench_settings(settings: Settings, kb_dir: Path, **overrides: Any) -> Settin
 
 
 def is_filler(messages: list[ChatMessage]) -> bool:
-    return bool(messages) and messages[-1].content.startswith(FILLER_MARK)
+    """The question is the last message's end (the site's articles may come before it)."""
+    return bool(messages) and FILLER_MARK in messages[-1].content
 
 
 class BenchBackend:
@@ -80,27 +83,35 @@ class BenchBackend:
     """
 
     def __init__(
-        self, inner: LlamaBackend, *, filler_max_tokens: int = 8, cold: bool = True
+        self,
+        inner: LlamaBackend | OpenAIBackend,
+        *,
+        filler_max_tokens: int = 8,
+        cold: bool = True,
     ) -> None:
         self.inner = inner
         self.filler_max_tokens = filler_max_tokens
         self.cold = cold
         self.piece_times: list[list[float]] = []  # one list per measured stream
 
+    def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
+        return self.inner.count_tokens(messages)
+
     def stream(
         self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
-    ) -> Iterator[str]:
+    ) -> Pieces:
         if is_filler(messages):
             capped = dataclasses.replace(limits, max_tokens=self.filler_max_tokens)
             yield from self.inner.stream(messages, should_stop, capped)
-            return
-        if self.cold:
+            return None
+        if self.cold and isinstance(self.inner, LlamaBackend):  # a server's cache is its own
             self.inner.reset()
         times: list[float] = []
         self.piece_times.append(times)
         for piece in self.inner.stream(messages, should_stop, limits):
             times.append(time.monotonic())
             yield piece
+        return None
 
 
 class Trace:
@@ -298,8 +309,11 @@ def environment(settings: Settings) -> dict[str, Any]:
     except ImportError:  # pragma: no cover - the engine needs it anyway
         llama_version = "absent"
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    server = settings.backend == "openai"
     return {
-        "model": settings.resolved_model_path().name,
+        "backend": settings.backend,
+        "model": (settings.openai_model or "the server's") if server else _model_name(settings),
+        "model_server": public_url(settings.openai_base_url) if server else None,
         "threads": settings.threads or os.cpu_count(),
         "cpu_count": os.cpu_count(),
         "load_average_1m": load,
@@ -307,6 +321,10 @@ def environment(settings: Settings) -> dict[str, Any]:
         "llama_cpp_python": llama_version,
         "machine": platform.machine(),
     }
+
+
+def _model_name(settings: Settings) -> str:
+    return settings.resolved_model_path().name
 
 
 def document(

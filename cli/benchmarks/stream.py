@@ -3,6 +3,8 @@
 Each prompt runs twice in a row, at temperature 0 and with a cold KV cache: once by calling
 the backend's ``stream`` in this process, once through the engine, the broker and the reply
 consumer. Which of the two goes first alternates, so drift on a noisy machine hits both.
+With ``--backend openai`` the first path is the same server read by a plain streaming client
+(``cli.benchmarks.openai``), and the server keeps its own cache.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from broker.protocol import Done
+from cli.benchmarks.openai import DIRECT_LABEL, measure_client_cpu, measure_plain, server_of
 from cli.benchmarks.rig import (
     BenchBackend,
     BenchError,
@@ -24,6 +27,7 @@ from cli.benchmarks.rig import (
 )
 from config.settings import Settings
 from engine.llm import GenerationLimits
+from engine.openai_backend import OpenAIBackend
 from engine.prompt import chat_messages
 
 IN_PROCESS = "in_process"
@@ -49,6 +53,8 @@ async def run_stream(
 ) -> dict[str, Any]:
     started = time.time()
     doc = document("stream", settings, {**asdict(config), "target_ratio": TARGET_RATIO}, started)
+    if isinstance(backend.inner, OpenAIBackend):
+        doc["config"]["direct"] = DIRECT_LABEL  # what "in_process" reads: the server, plainly
     pairs: list[dict[str, Any]] = []
     async with running_rig(settings, backend, max_tokens=config.max_tokens) as rig:
         doc["broker_prefix"] = rig.settings.prefix  # deleted at the end
@@ -57,7 +63,11 @@ async def run_stream(
             pair = await measure_pair(rig, prompts[index % len(prompts)], first=index % 2)
             pair["pair"] = index
             pairs.append(pair)
-            progress(_describe(pair))
+            progress(_describe(pair, doc["config"].get("direct", "in-process")))
+    if isinstance(backend.inner, OpenAIBackend):
+        doc["client_cpu_s_per_token"] = await asyncio.to_thread(
+            measure_client_cpu, backend.inner, PROMPTS[0], config.max_tokens, config.repeat
+        )
     doc["summary"] = summarize_pairs(pairs)
     for pair in pairs:  # each token's latency went into the summary; keep a digest per pair
         pair[PIPELINE]["token_latency_s"] = summarize(pair[PIPELINE]["token_latency_s"])
@@ -66,10 +76,10 @@ async def run_stream(
     return doc
 
 
-def _describe(pair: dict[str, Any]) -> str:
+def _describe(pair: dict[str, Any], direct: str) -> str:
     local, piped = pair[IN_PROCESS], pair[PIPELINE]
     return (
-        f"pair {pair['pair']}: in-process {local['tokens_per_s']:.1f} tok/s, "
+        f"pair {pair['pair']}: {direct} {local['tokens_per_s']:.1f} tok/s, "
         f"pipeline {piped['tokens_per_s']:.1f} tok/s, ratio {pair['ratio']:.3f}"
     )
 
@@ -106,7 +116,9 @@ def _rate(times: list[float]) -> float | None:
 
 async def measure_in_process(rig: Rig, question: str) -> dict[str, Any]:
     """``stream`` called directly in a thread, with the messages the engine builds (its
-    knowledge base is empty: no articles)."""
+    knowledge base is empty: no articles). For a model server: a plain streaming client."""
+    if server_of(rig) is not None:
+        return await measure_plain(rig, question)
     settings, backend = rig.settings, rig.backend
     messages = chat_messages(settings.system_prompt, question)
     limits = GenerationLimits(settings.max_tokens, settings.temperature)

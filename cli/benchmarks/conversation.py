@@ -1,0 +1,252 @@
+"""``concierge bench conversation``: a follow-up's time to first token, with and without
+llama.cpp's state cache, while other people's questions run in between.
+
+One visitor's eight questions (cli/benchmarks/town.py), each a follow-up of the last, are asked
+through the pipeline twice, turn by turn, side by side: once with the state cache
+(``CONCIERGE_STATE_CACHE_MB``), once without it. Both are given the same history, with the
+written answers of town.py as the assistant's turns, so the two prompts of a turn are the same,
+in every run. Before each of them, other visitors
+ask questions of their own (``--interleave``): the model's context then holds someone else's
+prompt, and only the cache can give the conversation back. Which of the two goes first
+alternates from turn to turn, so drift on a busy machine hits both.
+
+The site is a small town's, built into the run's knowledge base, so every turn retrieves
+articles as in production. The engine's own ``ttft_s`` is the measure: from taking the request
+to the first token, the search, the history's fitting and the prompt's processing included.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bots.ask import Ask
+from broker.protocol import Done, HistoryTurn
+from cli.benchmarks.rig import (
+    BenchBackend,
+    BenchError,
+    Progress,
+    Rig,
+    Trace,
+    document,
+    running_rig,
+    summarize,
+)
+from cli.benchmarks.town import ANSWERS, ARTICLES, CONVERSATION, OTHER_QUESTIONS
+from config.settings import ConfigError, Settings
+from engine.knowledge.builder import build_kb
+from engine.llm import LlamaBackend
+from engine.prompt import SitePrompts
+from engine.state_cache import StateCache, entry_bytes
+
+CACHED = "cached"
+UNCACHED = "uncached"
+TARGET_RATIO = 1.5  # with the cache, the last turn's time to first token over the first's
+VISITOR = "bench-visitor"
+
+
+@dataclass(frozen=True)
+class ConversationConfig:
+    turns: int = len(CONVERSATION)
+    interleave: int = 2  # other visitors' questions before each measured turn
+    repeat: int = 1  # the whole conversation, this many times (medians per turn)
+    max_tokens: int = 64  # each measured answer's limit (the history's answers are written)
+
+
+def state_cache_of(backend: BenchBackend) -> tuple[LlamaBackend, StateCache]:
+    """The model in process and its state cache; the benchmark measures nothing without them."""
+    inner = backend.inner
+    if not isinstance(inner, LlamaBackend):
+        raise ConfigError("bench conversation: needs the model in process (CONCIERGE_BACKEND)")
+    if inner.state_cache is None:
+        raise ConfigError("bench conversation: CONCIERGE_STATE_CACHE_MB is 0 (the cache is off)")
+    return inner, inner.state_cache
+
+
+async def run_conversation(
+    settings: Settings, backend: BenchBackend, config: ConversationConfig, progress: Progress
+) -> dict[str, Any]:
+    llama, cache = state_cache_of(backend)
+    started = time.time()
+    details = {
+        **asdict(config),
+        "target_ratio": TARGET_RATIO,
+        "state_cache_bytes": cache.capacity_bytes,
+    }
+    doc = document("conversation", settings, details, started)
+    turns: list[dict[str, Any]] = []
+    # the bots' own cap on history turns would slide the window: this measures the engine
+    async with running_rig(
+        settings, backend, max_tokens=config.max_tokens, history_max_messages=50
+    ) as rig:
+        doc["broker_prefix"] = rig.settings.prefix  # deleted at the end
+        build_town(rig.settings.kb_path)
+        others = itertools.cycle(OTHER_QUESTIONS)
+        for repeat in range(config.repeat):
+            cache.cache_state.clear()  # else a repeat finds the last run's states, whole turns
+            conversation = Conversation(rig, llama, others, config)
+            for index, question in enumerate(CONVERSATION[: config.turns]):
+                turn = await conversation.turn(index, question)
+                turns.append({"repeat": repeat, **turn})
+                progress(_describe(turns[-1]))
+    doc["turns"] = turns
+    doc["summary"] = summarize_turns(turns)
+    doc["duration_s"] = time.time() - started
+    return doc
+
+
+class Conversation:
+    """One run of the visitor's questions, each turn asked with the cache and without."""
+
+    def __init__(
+        self, rig: Rig, llama: LlamaBackend, others: Iterator[str], config: ConversationConfig
+    ) -> None:
+        self.rig, self.llama, self.others, self.config = rig, llama, others, config
+        self.history: list[HistoryTurn] = []
+
+    async def turn(self, index: int, question: str) -> dict[str, Any]:
+        """Both ways, the first alternating; then the written answer joins the history."""
+        order = (CACHED, UNCACHED) if index % 2 == 0 else (UNCACHED, CACHED)
+        turn: dict[str, Any] = {"turn": index + 1, "question": question, "first": order[0]}
+        for mode in order:
+            await ask_others(self.rig, self.others, self.config.interleave)
+            turn[mode] = await measure_turn(
+                self.rig, self.llama, question, self.history, cached=mode == CACHED
+            )
+        self.history += [
+            HistoryTurn(role="user", text=question),
+            HistoryTurn(role="assistant", text=ANSWERS[index]),
+        ]
+        assert self.llama.state_cache is not None
+        turn["cache"] = cache_figures(self.llama.state_cache)
+        return turn
+
+
+def build_town(path: Path) -> None:
+    """The town's articles as the run's knowledge base (the engine reads it per question)."""
+    build_kb(path, path, ARTICLES, [], datetime.now(UTC))
+
+
+async def ask_others(rig: Rig, questions: Iterator[str], count: int) -> None:
+    """Other visitors' questions, one after another, each answered by the model: its prompt
+    takes the model's context (a question the site does not cover would not reach it)."""
+    for number in range(count):
+        question = next(questions)
+        end = await Trace(
+            await rig.client.ask(Ask(question, f"bench-other-{number}")), rig.client
+        ).end()
+        if not isinstance(end, Done) or end.tokens == 0:
+            raise BenchError(f"{question!r} did not reach the model ({end.type})")
+
+
+async def measure_turn(
+    rig: Rig, llama: LlamaBackend, question: str, history: list[HistoryTurn], *, cached: bool
+) -> dict[str, Any]:
+    """One turn asked as a bot asks it; the cache is switched while the engine is idle."""
+    cache = llama.state_cache
+    llama.llm.set_cache(cache if cached else None)
+    try:
+        asked_at = time.monotonic()
+        ask = Ask(question, VISITOR, history=tuple(history))
+        trace = Trace(await rig.client.ask(ask), rig.client)
+        end = await trace.end()
+    finally:
+        llama.llm.set_cache(cache)
+    if not isinstance(end, Done) or end.tokens == 0:
+        raise BenchError(f"{question!r} did not reach the model ({end.type})")
+    arrivals = trace.token_arrivals()
+    return {
+        "ttft_s": end.ttft_s,
+        "client_ttft_s": arrivals[0][0] - asked_at if arrivals else None,
+        "tokens": end.tokens,
+        **prompt_tokens(rig, llama, trace),
+        "history_used": end.history_used,
+        "history_dropped": end.history_dropped,
+    }
+
+
+def prompt_tokens(rig: Rig, llama: LlamaBackend, trace: Trace) -> dict[str, int]:
+    """The length of the prompt the engine built (the same request, the same knowledge base),
+    and of its part the last turn's saved state holds: the system prompt and the conversation
+    before its last exchange (that exchange was asked with its own articles)."""
+    request = trace.session.request
+    if request is None:
+        raise BenchError("the turn's request was not kept")
+    prompt = SitePrompts(rig.settings, llama.count_tokens).build(request)
+    messages = prompt.messages
+    saved = messages[:-3] if prompt.history.used >= 2 else []
+    framing = llama.count_tokens([])  # the template's "the assistant answers now" tokens
+    return {
+        "prompt_tokens": llama.count_tokens(messages),
+        "saved_prefix_tokens": llama.count_tokens(saved) - framing if saved else 0,
+    }
+
+
+def cache_figures(cache: StateCache) -> dict[str, Any]:
+    """What the cache holds now, and what its newest state weighs per token."""
+    newest = next(reversed(cache.cache_state.items()), None)
+    per_token = entry_bytes(newest[1]) / len(newest[0]) if newest else None
+    return {
+        "entries": len(cache.cache_state),
+        "bytes": cache.cache_size,
+        "capacity_bytes": cache.capacity_bytes,
+        "newest_entry_bytes": entry_bytes(newest[1]) if newest else None,
+        "newest_entry_tokens": len(newest[0]) if newest else None,
+        "bytes_per_token": per_token,
+    }
+
+
+def _describe(turn: dict[str, Any]) -> str:
+    cached, uncached = turn[CACHED], turn[UNCACHED]
+    return (
+        f"run {turn['repeat'] + 1}, turn {turn['turn']}: {cached['prompt_tokens']} prompt "
+        f"tokens, {cached['history_used']} history turns; first token with the cache "
+        f"{cached['ttft_s']:.2f} s, without {uncached['ttft_s']:.2f} s"
+    )
+
+
+def summarize_turns(turns: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per turn, over the runs: the median time to first token each way and its ratio; the
+    last turn over the first, each way; the cache's largest size."""
+    by_turn: dict[int, list[dict[str, Any]]] = {}
+    for turn in turns:
+        by_turn.setdefault(turn["turn"], []).append(turn)
+    rows = [_turn_row(number, runs) for number, runs in sorted(by_turn.items())]
+
+    def last_over_first(mode: str) -> float | None:
+        first, last = rows[0][mode]["median"], rows[-1][mode]["median"]
+        return last / first if first and last is not None else None
+
+    ratio = last_over_first(CACHED)
+    return {
+        "by_turn": rows,
+        "last_over_first": {CACHED: ratio, UNCACHED: last_over_first(UNCACHED)},
+        "meets_target": ratio is not None and ratio <= TARGET_RATIO,
+        "cache_peak_bytes": max(turn["cache"]["bytes"] for turn in turns),
+        "turns": len(rows),
+        "runs": max(len(runs) for runs in by_turn.values()),
+    }
+
+
+def _turn_row(number: int, runs: list[dict[str, Any]]) -> dict[str, Any]:
+    cached = summarize([run[CACHED]["ttft_s"] for run in runs])
+    uncached = summarize([run[UNCACHED]["ttft_s"] for run in runs])
+    ratio = (
+        uncached["median"] / cached["median"] if cached["median"] and uncached["median"] else None
+    )
+    return {
+        "turn": number,
+        "history_used": runs[-1][CACHED]["history_used"],
+        "prompt_tokens": summarize([run[CACHED]["prompt_tokens"] for run in runs])["median"],
+        "saved_prefix_tokens": summarize([run[CACHED]["saved_prefix_tokens"] for run in runs])[
+            "median"
+        ],
+        CACHED: cached,
+        UNCACHED: uncached,
+        "without_over_with": ratio,
+    }

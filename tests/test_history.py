@@ -1,0 +1,126 @@
+"""The history's pure pieces: fitting the newest turns, the follow-up's search text, and the
+message order that lets llama.cpp reuse a conversation's earlier prompt."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+
+from broker.protocol import HistoryTurn
+from engine.history import as_messages, fit_history, search_text
+from engine.llm import ChatMessage
+from engine.prompt import chat_messages
+
+
+def turns(count: int) -> list[ChatMessage]:
+    """user 0, assistant 1, user 2...: each turn's text says its place."""
+    roles = ("user", "assistant")
+    return [ChatMessage(roles[i % 2], f"turn {i} " + "x" * i) for i in range(count)]
+
+
+def within(limit: int) -> tuple[list[int], Callable[[Sequence[ChatMessage]], bool]]:
+    """A ``fits`` that allows ``limit`` characters of turns, and the sizes it was asked about."""
+    asked: list[int] = []
+
+    def fits(kept: Sequence[ChatMessage]) -> bool:
+        asked.append(len(kept))
+        return sum(len(turn.content) for turn in kept) <= limit
+
+    return asked, fits
+
+
+def test_every_turn_is_kept_when_all_fit() -> None:
+    history = turns(6)
+    _, fits = within(10_000)
+
+    fitted = fit_history(history, fits)
+
+    assert fitted.turns == tuple(history) and (fitted.used, fitted.dropped) == (6, 0)
+
+
+@pytest.mark.parametrize("limit", [0, 7, 8, 50, 95, 96, 120])
+def test_the_oldest_turns_go_first_and_what_is_kept_is_the_most_that_fits(limit: int) -> None:
+    history = turns(10)  # turn i is len(f"turn {i} ") + i characters long
+    _, fits = within(limit)
+
+    fitted = fit_history(history, fits)
+
+    kept = list(fitted.turns)
+    assert kept == history[len(history) - len(kept) :]  # the newest, oldest first
+    assert fitted.used + fitted.dropped == len(history)
+    assert sum(len(turn.content) for turn in kept) <= limit
+    if fitted.dropped:  # one more (older) turn would not fit
+        one_more = history[fitted.dropped - 1 :]
+        assert sum(len(turn.content) for turn in one_more) > limit
+
+
+def test_fitting_counts_a_handful_of_prompts_not_one_per_turn() -> None:
+    asked, fits = within(400)
+
+    fit_history(turns(50), fits)
+
+    assert len(asked) <= 6  # log2(50) rounded up
+
+
+def test_no_turns_fit_when_the_prompt_alone_fills_the_room() -> None:
+    fitted = fit_history(turns(4), lambda kept: not kept)
+
+    assert fitted.turns == () and fitted.dropped == 4
+
+
+def test_the_wire_turns_become_chat_messages_in_order() -> None:
+    wire = (HistoryTurn(role="user", text="Hi"), HistoryTurn(role="assistant", text="Hello!"))
+
+    assert as_messages(wire) == [ChatMessage("user", "Hi"), ChatMessage("assistant", "Hello!")]
+
+
+def test_a_follow_up_is_searched_with_the_askers_last_turns_question_first() -> None:
+    history = [
+        ChatMessage("user", "Where is the museum?"),
+        ChatMessage("assistant", "On the hill."),
+        ChatMessage("user", "When does the ferry to Nishi island leave?"),
+        ChatMessage("assistant", "At nine."),
+    ]
+
+    text = search_text("And how much is the ticket?", history)
+
+    assert text.splitlines() == [
+        "And how much is the ticket?",
+        "When does the ferry to Nishi island leave?",
+        "Where is the museum?",
+    ]
+    assert "nine" not in text  # the bot's answers are not searched
+    assert search_text("Hello?", []) == "Hello?"
+
+
+def test_a_follow_ups_search_leaves_out_turns_older_than_the_last_two_questions() -> None:
+    history = [ChatMessage("user", f"question {i}") for i in range(5)]
+
+    assert search_text("now?", history).splitlines() == ["now?", "question 4", "question 3"]
+
+
+def test_each_turns_prompt_begins_with_the_last_turns_prompt_but_its_last_message() -> None:
+    """What llama.cpp can reuse: everything before the last message stays the same from one
+    turn to the next, the articles included in the question they came with."""
+    system = "Be brief."
+    first = chat_messages(system, "When does the ferry leave?", articles="[1] Ferry (u)\n9:00")
+    answer = ChatMessage("assistant", "At nine.")
+    history = [ChatMessage("user", "When does the ferry leave?"), answer]
+    second = chat_messages(
+        system, "How much is it?", articles="[1] Tickets (t)\n¥1200", history=history
+    )
+    third = chat_messages(
+        system,
+        "Is there a discount?",
+        articles="[1] Tickets (t)\n¥600 for children",
+        history=[
+            *history,
+            ChatMessage("user", "How much is it?"),
+            ChatMessage("assistant", "¥1200"),
+        ],
+    )
+
+    assert second[: len(first) - 1] == first[:-1] == [ChatMessage("system", system)]
+    assert third[: len(second) - 1] == second[:-1]
+    assert all("[1]" not in message.content for message in third[:-1])  # only the last has them
