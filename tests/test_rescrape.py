@@ -433,3 +433,18 @@ async def test_the_build_file_of_a_killed_process_is_removed_once_it_is_gone(
     assert listing(tmp_path) == [building]  # a killed process leaves its build file
     assert remove_stale_builds(kb_path) == [building]
     assert listing(tmp_path) == []
+
+
+async def test_the_first_progress_line_names_the_site_the_engine_reads(
+    settings: Settings, site: FakeSite
+) -> None:
+    sent: list[ScrapeProgress] = []
+    await scrape(settings, sent.append)
+    assert (
+        sent[0].text
+        == f"Rescrape: looking for articles in the sitemap {settings.site_sitemap_url}…"
+    )
+    urls = [f"{site.base}/articles/widgets", f"{site.base}/articles/gears"]
+    sent.clear()
+    await scrape(only_urls(settings, *urls), sent.append)
+    assert sent[0].text == f"Rescrape: looking for articles in {urls[0]} and 1 more…"

@@ -70,6 +70,7 @@ class ScrapeProgress:
     failed: int = 0
     skipped: int = 0
     articles: int = 0  # set when saving: the articles the new knowledge base will hold
+    site: str = ""  # what the engine reads (its sitemap, feed or first URL), named to the asker
 
     @property
     def done(self) -> int:
@@ -85,7 +86,8 @@ class ScrapeProgress:
     @property
     def text(self) -> str:
         if self.phase == "discovering":
-            return "Rescrape: looking for articles…"
+            where = f" in {self.site}" if self.site else ""
+            return f"Rescrape: looking for articles{where}…"
         if self.phase == "saving":
             return f"Rescrape: saving {count_articles(self.articles)} ({self.counts})…"
         return f"Rescrape: {self.done}/{self.found} pages ({self.counts})"

@@ -11,6 +11,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TypeVar
@@ -53,6 +54,7 @@ async def rescrape(
     started = time.monotonic()
     progress, stop = ProgressReporter(on_progress), StopCheck(should_stop)
     await asyncio.to_thread(remove_stale_builds, settings.kb_path)
+    progress.current = replace(progress.current, site=describe_site(settings))
     progress.phase("discovering")
     try:
         discovery, crawled = await _crawl_site(settings, progress, stop)
@@ -103,6 +105,19 @@ async def _crawl_site(
         progress.phase("fetching", found=len(found.urls))
         crawled = await Crawl(fetcher, policy, previous, progress, stop).run(found.urls)
         return found, crawled
+
+
+def describe_site(settings: Settings) -> str:
+    """The site as the asker reads it: the sitemap, else the feed, else the first URL (and how
+    many more); "" when none is configured (the rescrape then fails saying so)."""
+    if settings.site_sitemap_url:
+        return f"the sitemap {settings.site_sitemap_url}"
+    if settings.site_feed_url:
+        return f"the feed {settings.site_feed_url}"
+    if settings.site_urls:
+        more = len(settings.site_urls) - 1
+        return settings.site_urls[0] + (f" and {more} more" if more else "")
+    return ""
 
 
 def _sources(settings: Settings) -> list[str]:
