@@ -269,6 +269,7 @@ def make_request(
     platform: str = "",
     session_id: str | None = None,
     context: dict[str, str] | None = None,
+    history: tuple[HistoryTurn, ...] = (),
 ) -> Request:
     """A request stamped now, whose deadline is ``ttl_s`` from now (its AMQP TTL too)."""
     now = time.time()
@@ -282,4 +283,5 @@ def make_request(
         deadline=now + ttl_s,
         platform=platform,
         context=context or {},
+        history=history,
     )

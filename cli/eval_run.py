@@ -164,7 +164,7 @@ def print_report(results: list[Result], summary: Summary, console: Console) -> N
 
 
 def summary_lines(summary: Summary) -> list[str]:
-    median = summary.engine_s_per_answer_median
+    median, written = summary.engine_s_per_answer_median, summary.engine_s_per_model_answer_median
     return [
         f"right or honest: {summary.right_or_honest}/{summary.questions} "
         f"({summary.right_or_honest_rate:.0%})",
@@ -173,10 +173,13 @@ def summary_lines(summary: Summary) -> list[str]:
         f"invented answers to not-on-site questions: {summary.invented}/"
         f"{summary.not_on_site_questions}",
         f"answerable questions answered 'not on the site': {summary.missed}",
+        f"the model's own words right (before the quote): {summary.own_words_right}/"
+        f"{summary.own_words_of} of the answers it wrote",
         f"loops (cut for repetition or at the token cap): {summary.loops}",
         f"no answer (failed, expired, timed out): {summary.failed}",
         f"engine seconds: {summary.engine_s_total:.1f} in all, "
-        + (f"median {median:.1f} per answer" if median is not None else "no answers"),
+        + (f"median {median:.1f} per answer" if median is not None else "no answers")
+        + (f", {written:.1f} per answer the model wrote" if written is not None else ""),
     ]
 
 

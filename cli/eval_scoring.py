@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from engine.repetition import RepetitionDetector
+from engine.wording import WORDING
 
 # How the engine says the site does not answer a question, besides ``done.not_on_site``: the
 # fixed sentences of phase 2 of issue 14, and the usual ways a model says it, in both languages.
@@ -44,6 +45,9 @@ NOT_ON_SITE_PHRASES = (
 SOURCES_HEADING = "Sources:"  # engine/knowledge/prompt.py format_sources: "- Title <url>"
 ADDRESS_RE = re.compile(r"<(https?://[^>\s]+)>")
 CUT_REASONS = frozenset({"length", "repetition"})  # done.finish_reason of a cut answer
+# Where the engine's quote of the article begins (engine/wording.py, "From the site: ..."):
+# what comes before it is the model's own words.
+EVIDENCE_MARKERS = tuple(wording.evidence.split("{quote}")[0] for wording in WORDING.values())
 # Text split roughly as a tokenizer would (a Latin word with its space, a digit, any other
 # character: a kana or a kanji), for noticing repetition when the engine does not report it.
 APPROXIMATE_TOKEN_RE = re.compile(r"\s*[A-Za-z\u00c0-\u024f]+|\s*\d|\s*\S|\s+")
@@ -106,6 +110,7 @@ class Result(BaseModel):
     said_not_on_site: bool
     looped: bool
     must_not_found: list[str]
+    own_words_right: bool | None  # the model's words alone hold the answer; None: it wrote none
     tokens: int
     ttft_s: float | None
     elapsed_s: float | None
@@ -124,10 +129,13 @@ class Summary(BaseModel):
     invented: int  # not_on_site questions answered as if the site said
     not_on_site_questions: int
     missed: int  # answerable questions answered "not on the site"
+    own_words_right: int  # answers whose model's words alone hold the answer...
+    own_words_of: int  # ...of the answerable questions the model wrote words for
     loops: int
     failed: int  # no answer at all: failed, expired, timed out, refused
     engine_s_total: float
     engine_s_per_answer_median: float | None
+    engine_s_per_model_answer_median: float | None  # of the answers the model wrote words for
     wall_s_total: float
 
 
@@ -188,6 +196,7 @@ def judge(case: Case, reply: Reply, max_tokens: int) -> Result:
         said_not_on_site=said_not_on_site,
         looped=looped(reply, answer, max_tokens),
         must_not_found=must_not_found,
+        own_words_right=_own_words_right(case, reply, answer),
         tokens=reply.tokens,
         ttft_s=reply.ttft_s,
         elapsed_s=reply.elapsed_s,
@@ -224,6 +233,22 @@ def repeats_itself(text: str) -> bool:
     return any(detector.feed(piece) for piece in APPROXIMATE_TOKEN_RE.findall(text))
 
 
+def own_words(answer: str) -> str:
+    """The answer before the engine's quote of the article: what the model wrote."""
+    cut = min((answer.find(m) for m in EVIDENCE_MARKERS if m in answer), default=len(answer))
+    return answer[:cut].strip()
+
+
+def _own_words_right(case: Case, reply: Reply, answer: str) -> bool | None:
+    """For an answerable question the model answered: its words hold an expected text and no
+    forbidden one (the quote after them is the article's, not the model's)."""
+    words = own_words(answer).lower()
+    if case.not_on_site or reply.outcome != "done" or not reply.tokens or not words:
+        return None
+    expected = any(text.lower() in words for text in case.expect_any)
+    return expected and not any(text.lower() in words for text in case.must_not)
+
+
 def _right_source(case: Case, cited: list[str]) -> bool | None:
     """Cites nothing for a question the site does not answer; else cites the expected
     article and no other (an unrelated source misleads as much as a missing one)."""
@@ -237,6 +262,7 @@ def _right_source(case: Case, cited: list[str]) -> bool | None:
 def summarize(results: Sequence[Result]) -> Summary:
     judged_sources = [r.right_source for r in results if r.right_source is not None]
     answered = [r.elapsed_s for r in results if r.elapsed_s is not None]
+    written = [r.elapsed_s for r in results if r.elapsed_s is not None and r.tokens]
     not_on_site = [r for r in results if r.not_on_site]
     return Summary(
         questions=len(results),
@@ -248,12 +274,19 @@ def summarize(results: Sequence[Result]) -> Summary:
         invented=sum(1 for r in not_on_site if r.outcome == "done" and not r.said_not_on_site),
         not_on_site_questions=len(not_on_site),
         missed=sum(1 for r in results if not r.not_on_site and r.said_not_on_site),
+        own_words_right=sum(r.own_words_right is True for r in results),
+        own_words_of=sum(r.own_words_right is not None for r in results),
         loops=sum(r.looped for r in results),
         failed=sum(1 for r in results if not r.outcome.startswith("done")),
         engine_s_total=round(sum(answered), 3),
-        engine_s_per_answer_median=round(statistics.median(answered), 3) if answered else None,
+        engine_s_per_answer_median=_median(answered),
+        engine_s_per_model_answer_median=_median(written),
         wall_s_total=round(sum(r.wall_s for r in results), 3),
     )
+
+
+def _median(seconds: Sequence[float]) -> float | None:
+    return round(statistics.median(seconds), 3) if seconds else None
 
 
 def _rate(count: int, total: int) -> float:

@@ -25,6 +25,7 @@ DEFAULT_SYSTEM_PROMPT = (
     "Answer briefly and plainly. If you do not know, say so."
 )
 GGUF_MAGIC = b"GGUF"  # the first four bytes of every GGUF file
+LANGUAGES = ("en", "ja")  # the languages a question is told apart in (engine/wording.py)
 
 # A list read as written: "a,b", "a" or '["a", "b"]' (NoDecode: pydantic-settings would insist
 # on JSON and fail with a traceback); ``_split_list`` below turns the text into the list.
@@ -86,10 +87,27 @@ class Settings(BaseSettings):
     model_path: Path | None = None
     context_size: int = Field(2048, ge=256)
     threads: int | None = Field(None, ge=1)
-    max_tokens: int = Field(512, ge=1)
-    temperature: float = Field(0.2, ge=0)
+    # Decoding: the defaults suit SmolLM2-135M on eval/ (docs/quality.md, "Decoding"); at
+    # temperature 0 the likeliest token is taken, and top_p and min_p do not matter.
+    max_tokens: int = Field(256, ge=1)
+    temperature: float = Field(0.0, ge=0)
+    top_p: float = Field(0.95, gt=0, le=1)
+    min_p: float = Field(0.05, ge=0, le=1)
+    repeat_penalty: float = Field(1.1, gt=0)
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    # Languages the model answers in; a question in another (en, ja) gets the site's own
+    # sentences quoted, without a model answer (SmolLM2 writes Japanese poorly).
+    model_languages: TextList = ["en"]
     seed: int = -1
+    # llama.cpp's state after recent answers, so a follow-up reads only its new part even
+    # after other questions ran (SmolLM2: 23 KB per token, 24 MB for a 1,000-token prompt); 0: off
+    state_cache_mb: int = Field(256, ge=0)
+
+    # --- model server (CONCIERGE_BACKEND=openai: any OpenAI-compatible streaming server) ---
+    backend: Literal["llama", "openai"] = "llama"  # llama: the GGUF above, in this process
+    openai_base_url: str = "http://127.0.0.1:8080/v1"
+    openai_model: str | None = None  # unset: the first model the server lists
+    openai_api_key: SecretStr | None = None
 
     # --- knowledge base (the site's articles) ---
     kb_path: Path = Path("concierge-kb.sqlite3")
@@ -111,6 +129,10 @@ class Settings(BaseSettings):
     rescrape_reply_timeout_s: float = Field(7500.0, gt=0)
     edit_interval_s: float = Field(1.0, ge=0)
     slack_edit_interval_s: float = Field(1.2, ge=0)
+    # Conversations: earlier turns of a reply chain or thread sent with a follow-up question.
+    history_max_messages: int = Field(12, ge=0, le=50)  # 0: every question stands alone
+    history_max_chars: int = Field(4000, ge=1, le=8000)  # per turn; the protocol allows 8,000
+    slack_thread_followups: bool = False  # a plain message in a thread the bot answered asks
     admin_user_ids: TextList = []
     admin_role_ids: TextList = []
     allowed_guild_ids: TextList = []
@@ -123,10 +145,16 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = None
     slack_mode: Literal["socket", "http"] = "socket"
     slack_http_port: int = Field(3000, ge=1, le=65535)
+    # Slack only calls https:// URLs, so a TLS proxy sits in front, usually on this machine:
+    # the plain-HTTP listener stays off the network unless told (0.0.0.0 in a container).
+    slack_http_host: str = "127.0.0.1"
     slack_api_url: str = "https://slack.com/api/"  # another for GovSlack or a local stand-in
 
     # --- logging ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # discord.py, Bolt, aiohttp...: unset means CONCIERGE_LOG_LEVEL, but never below INFO
+    # (their DEBUG lines hold every user's message and interaction tokens).
+    log_level_libraries: Literal["DEBUG", "INFO", "WARNING", "ERROR"] | None = None
     log_json: bool = False
 
     @field_validator("broker_url")
@@ -136,6 +164,13 @@ class Settings(BaseSettings):
             raise ValueError("must start with amqp:// or amqps://")
         return url
 
+    @field_validator("openai_base_url")
+    @classmethod
+    def _http_url(cls, url: str) -> str:
+        if not url.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https:// (and usually end in /v1)")
+        return url.rstrip("/")
+
     @field_validator(
         "site_urls",
         "site_allowed_hosts",
@@ -143,6 +178,7 @@ class Settings(BaseSettings):
         "admin_role_ids",
         "allowed_guild_ids",
         "allowed_channel_ids",
+        "model_languages",
         mode="before",
     )
     @classmethod
@@ -155,6 +191,14 @@ class Settings(BaseSettings):
         for entry in entries:
             parse_allowed_origin(entry)  # a bad entry stops the start, not every fetch later
         return entries
+
+    @field_validator("model_languages")
+    @classmethod
+    def _known_languages(cls, languages: list[str]) -> list[str]:
+        unknown = sorted(set(languages) - set(LANGUAGES))
+        if unknown:
+            raise ValueError(f"unknown language {', '.join(unknown)}: use {', '.join(LANGUAGES)}")
+        return languages
 
     @field_validator("model_path")
     @classmethod

@@ -13,6 +13,7 @@ from config.settings import Settings
 from engine.cancelled import CancelledSessions
 from engine.ending import ending_event
 from engine.generation import Generation, run_token_loop
+from engine.grounding import closing
 from engine.llm import Backend, ChatMessage, GenerationLimits
 from engine.prompt import SitePrompts
 from engine.replies import Replies, TokenRelay
@@ -40,8 +41,8 @@ class AnswerJob:
         self.backend = backend
         self.cancelled = cancelled
         self.asker_present = asker_present
-        self.prompts = SitePrompts(settings)
-        self.limits = GenerationLimits(settings.max_tokens, settings.temperature)
+        self.prompts = SitePrompts(settings, backend.count_tokens)
+        self.limits = generation_limits(settings)
         self._current: Generation | None = None
 
     def refusal(self) -> str | None:
@@ -56,19 +57,28 @@ class AnswerJob:
         """Answer to a terminal event; False if a shutdown cut it short."""
         limit_s = self.settings.answer_time_limit_s
         generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
-        prompt = self.prompts.build(request)
+        prompt = await asyncio.to_thread(self.prompts.build, request)  # search, token counts
         relay = TokenRelay(replies, self.settings.token_batch_s)
         try:
-            await self._generate(prompt.messages, generation, relay, request.reply_to)
+            if prompt.grounding.asks_model:
+                await self._generate(prompt.messages, generation, relay, request.reply_to)
+            else:  # the site does not cover it, or the model does not write its language
+                generation.finished_at = time.monotonic()
         except Exception as error:
             log.exception("generation failed")
             await relay.close()
             await replies.failed(f"generation failed: {error}", text=generation.text)
             return True
         await relay.close()
-        if prompt.appendix and generation.finished_naturally:
-            generation.appendix = prompt.appendix  # the links of the articles it was given
-            await replies.tokens(prompt.appendix, count=0)
+        if generation.finished_naturally:  # why it was cut, if it was; the quote and source
+            generation.appendix = closing(
+                prompt.grounding,
+                generation.finish_reason,
+                self.limits.max_tokens,
+                after_text=bool(generation.answer),
+            )
+            if generation.appendix:
+                await replies.tokens(generation.appendix, count=0)
         cancel_received_at = self.cancelled.received_at(generation.session_id)
         await replies.send(
             ending_event(
@@ -76,6 +86,8 @@ class AnswerJob:
                 replies.header(),
                 cancel_received_at=cancel_received_at,
                 time_limit_s=limit_s,
+                history=prompt.history,
+                grounding=prompt.grounding,
             )
         )
         return not generation.abandoned
@@ -119,6 +131,18 @@ class AnswerJob:
                 log.warning("the asker's reply queue is gone")
                 self.cancelled.add(session_id)
                 return
+
+
+def generation_limits(settings: Settings) -> GenerationLimits:
+    """The decoding settings (CONCIERGE_MAX_TOKENS, _TEMPERATURE, _TOP_P, _MIN_P,
+    _REPEAT_PENALTY), as every backend takes them."""
+    return GenerationLimits(
+        max_tokens=settings.max_tokens,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        min_p=settings.min_p,
+        repeat_penalty=settings.repeat_penalty,
+    )
 
 
 async def _outlive_cancellation(thread: asyncio.Future[Generation], generation: Generation) -> None:

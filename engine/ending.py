@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from broker.protocol import Cancelled, Done, Failed
 from engine.generation import Generation
+from engine.grounding import Grounding
+from engine.history import NO_HISTORY, FittedHistory
 from engine.replies import INTERRUPTED, EventHeader
 
 
@@ -14,11 +16,14 @@ def ending_event(
     *,
     cancel_received_at: float | None,
     time_limit_s: float,
+    history: FittedHistory = NO_HISTORY,
+    grounding: Grounding | None = None,
 ) -> Done | Cancelled | Failed:
     """The terminal event of a generation that has stopped.
 
     ``cancel_received_at`` is when the engine took the session's cancel (``time.monotonic()``),
-    if it did; ``time_limit_s`` is the limit a generation stopped by its time limit ran into.
+    if it did; ``time_limit_s`` is the limit a generation stopped by its time limit ran into;
+    ``grounding``, what the answer stood on (its sources, or none: not on the site).
     """
     text, tokens = generation.text, generation.tokens
     if generation.abandoned:  # the engine is shutting down
@@ -33,7 +38,7 @@ def ending_event(
         )
     if generation.stopped_by_time_limit:
         return Failed(**header, reason=f"time limit of {time_limit_s:g} s reached", text=text)
-    return _done(generation, header)
+    return _done(generation, header, history, grounding)
 
 
 def _stop_latency_s(generation: Generation, cancel_received_at: float | None) -> float | None:
@@ -42,7 +47,12 @@ def _stop_latency_s(generation: Generation, cancel_received_at: float | None) ->
     return (generation.finished_at or 0) - cancel_received_at
 
 
-def _done(generation: Generation, header: EventHeader) -> Done:
+def _done(
+    generation: Generation,
+    header: EventHeader,
+    history: FittedHistory,
+    grounding: Grounding | None,
+) -> Done:
     """Timings from the generation's own clock: first token, and the rate after it."""
     finished = generation.finished_at or generation.started_at  # set once the loop returns
     first = generation.first_token_at
@@ -54,4 +64,9 @@ def _done(generation: Generation, header: EventHeader) -> Done:
         ttft_s=first - generation.started_at if first is not None else None,
         tokens_per_s=(generation.tokens - 1) / decode_s if decode_s > 0 else None,
         elapsed_s=finished - generation.started_at,
+        history_used=history.used,
+        history_dropped=history.dropped,
+        finish_reason=generation.finish_reason,
+        sources=grounding.sources if grounding else (),
+        not_on_site=grounding.not_on_site if grounding else False,
     )

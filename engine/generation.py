@@ -1,17 +1,21 @@
 """The token loop: runs in a worker thread, checks ``cancelled_sessions`` every token.
 
 It never waits for the broker: each piece goes to ``emit`` (``TokenRelay.emit``), which only
-appends it; the event loop publishes from there.
+appends it; the event loop publishes from there. An answer that starts repeating itself is
+stopped at once (``engine/repetition.py``) and its repeated tail dropped: a small model would
+otherwise repeat a line until the token cap, keeping the only engine from everyone else.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from broker.protocol import FinishReason
 from engine.cancelled import CancelledSessions
-from engine.llm import Backend, ChatMessage, GenerationLimits, GenerationStopped
+from engine.llm import Backend, ChatMessage, GenerationLimits, GenerationStopped, Pieces
+from engine.repetition import RepetitionDetector
 
 
 @dataclass
@@ -21,21 +25,28 @@ class Generation:
     session_id: str
     time_limit_at: float  # time.monotonic() past which the answer is stopped
     pieces: list[str] = field(default_factory=list)
-    appendix: str = ""  # added after a complete answer (its sources); not a model token
+    appendix: str = ""  # what the engine adds after the model's words; not model tokens
     piece_times: list[float] = field(default_factory=list)  # time.monotonic() of each piece
     started_at: float = field(default_factory=time.monotonic)
     finished_at: float | None = None
     abandoned: bool = False  # set by the worker on shutdown; the loop stops at the next token
     stopped_by_cancel: bool = False
     stopped_by_time_limit: bool = False
+    finish_reason: FinishReason = "stop"  # how the model's answer ended, when it ran its course
+    kept: int | None = None  # pieces of the text, when a repeated tail was dropped
 
     @property
     def finished_naturally(self) -> bool:
         return not (self.abandoned or self.stopped_by_cancel or self.stopped_by_time_limit)
 
     @property
+    def answer(self) -> str:
+        """The model's words, without a repeated tail."""
+        return "".join(self.pieces[: self.kept])
+
+    @property
     def text(self) -> str:
-        return "".join(self.pieces) + self.appendix
+        return self.answer + self.appendix
 
     @property
     def tokens(self) -> int:
@@ -60,7 +71,8 @@ def run_token_loop(
     emit: Callable[[str], None],
     limits: GenerationLimits,
 ) -> Generation:
-    """Generate until done, cancelled or out of time; ``emit`` gets every piece kept."""
+    """Generate until done, cancelled, out of time or repeating itself; ``emit`` gets every
+    piece kept."""
 
     def should_stop() -> bool:
         return (
@@ -70,13 +82,17 @@ def run_token_loop(
         )
 
     stopped = False
+    detector = RepetitionDetector()
     try:
-        for piece in backend.stream(messages, should_stop, limits):
+        for piece in _pieces(backend.stream(messages, should_stop, limits), generation, limits):
             if should_stop():
                 stopped = True
                 break
             generation.pieces.append(piece)
             generation.piece_times.append(time.monotonic())
+            if (loop := detector.feed(piece)) is not None:
+                generation.finish_reason, generation.kept = "repetition", loop.since
+                break
             emit(piece)
     except GenerationStopped:
         stopped = True
@@ -85,3 +101,11 @@ def run_token_loop(
         generation.stopped_by_cancel = generation.session_id in cancelled
         generation.stopped_by_time_limit = not generation.stopped_by_cancel
     return generation
+
+
+def _pieces(stream: Pieces, generation: Generation, limits: GenerationLimits) -> Iterator[str]:
+    """The stream's pieces; once it ends, why the model stopped: as the backend says, else
+    "length" when the pieces reached ``max_tokens`` (a piece is at least one token)."""
+    reason = yield from stream
+    at_cap = generation.tokens >= limits.max_tokens
+    generation.finish_reason = reason or ("length" if at_cap else "stop")

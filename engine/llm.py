@@ -1,7 +1,8 @@
 """The LLM backend behind a small interface, and its llama.cpp implementation.
 
-The engine only needs ``stream(messages, should_stop)``: text pieces, one per token. A backend
-that streams from an OpenAI-compatible server can take this one's place later.
+The engine only needs ``stream(messages, should_stop)``: text pieces, one per token. With
+``CONCIERGE_BACKEND=openai``, a backend streaming from an OpenAI-compatible server takes this
+one's place (``engine.openai_backend``).
 """
 
 from __future__ import annotations
@@ -9,14 +10,26 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from broker.protocol import FinishReason
+
+if TYPE_CHECKING:
+    from engine.openai_backend import OpenAIOptions
+    from engine.state_cache import StateCache
 
 log = logging.getLogger(__name__)
 
+FRAMING_TOKENS = 8  # per message, for a model with no chat template: [INST], roles, ends
+
 ShouldStop = Callable[[], bool]
+# An answer's text pieces, one per token; the generator's return value is why the model
+# stopped ("stop": by itself, "length": at ``max_tokens``), or None from a backend that
+# cannot tell (the token loop then compares the pieces with ``max_tokens``).
+Pieces = Generator[str, None, FinishReason | None]
 
 
 @dataclass(frozen=True)
@@ -29,14 +42,27 @@ class ChatMessage:
 
 
 class GenerationStopped(Exception):
-    """``should_stop`` became true while the model was still processing the prompt."""
+    """``should_stop`` became true while the model was still processing the prompt (or, for
+    a backend reading from a server, while it waited for the next piece)."""
+
+
+class BackendUnavailable(ConnectionError):
+    """The model server cannot be reached at start (``CONCIERGE_BACKEND=openai``); the engine
+    exits with the unavailable code, as for a missing broker."""
 
 
 class Backend(Protocol):
     def stream(
         self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
-    ) -> Iterator[str]:
-        """Yield the answer piece by piece; stop early once ``should_stop()`` is true."""
+    ) -> Pieces:
+        """Yield the answer piece by piece; stop early once ``should_stop()`` is true; at
+        the end, return why the model stopped (``Pieces``)."""
+        ...
+
+    def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
+        """The prompt's length in the model's own tokens, chat template included: a
+        conversation's history must leave the answer its room in the context
+        (engine/history.py), and only the model's tokenizer knows how much that is."""
         ...
 
 
@@ -46,12 +72,19 @@ class ModelOptions:
     context_size: int = 2048
     threads: int | None = None
     seed: int = -1
+    state_cache_bytes: int = 0  # llama.cpp's state after recent answers (engine/state_cache.py)
 
 
 @dataclass(frozen=True)
 class GenerationLimits:
-    max_tokens: int = 512
-    temperature: float = 0.2
+    """How the model picks its tokens, and how many (the CONCIERGE_ settings of the same
+    names; docs/quality.md says how the defaults were chosen)."""
+
+    max_tokens: int = 256
+    temperature: float = 0.0
+    top_p: float = 0.95
+    min_p: float = 0.05
+    repeat_penalty: float = 1.1
 
 
 class LlamaBackend:
@@ -74,6 +107,18 @@ class LlamaBackend:
         )
         self._should_stop: ShouldStop = lambda: False
         self._install_abort_callback()
+        self._template = _chat_template(self.llm)
+        self.state_cache = self._install_state_cache(options.state_cache_bytes)
+
+    def _install_state_cache(self, capacity_bytes: int) -> StateCache | None:
+        """Keep the state after each answer, so a follow-up reads only what is new; 0: off."""
+        if capacity_bytes <= 0:
+            return None
+        from engine.state_cache import StateCache
+
+        cache = StateCache(capacity_bytes)
+        self.llm.set_cache(cache)
+        return cache
 
     def _install_abort_callback(self) -> None:
         import llama_cpp
@@ -97,24 +142,40 @@ class LlamaBackend:
         callback = self._abort if on else llama_cpp.ggml_abort_callback()  # a NULL pointer
         llama_cpp.llama_set_abort_callback(self.llm.ctx, callback, None)
 
+    def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
+        """As ``create_chat_completion`` counts: the GGUF's chat template, then the tokenizer."""
+        if self._template is None:  # llama-cpp-python falls back to a format of its own
+            text = "".join(message.content for message in messages)
+            return len(self.llm.tokenize(text.encode())) + FRAMING_TOKENS * len(messages)
+        rendered = self._template(messages=[message.as_dict() for message in messages])
+        prompt = rendered.prompt.encode()
+        return len(self.llm.tokenize(prompt, add_bos=not rendered.added_special, special=True))
+
     def stream(
         self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
-    ) -> Iterator[str]:
+    ) -> Pieces:
         self._should_stop = should_stop
         self._watch_compute(True)
+        finish: FinishReason | None = None
         try:
             chunks: Any = self.llm.create_chat_completion(
                 messages=[message.as_dict() for message in messages],  # type: ignore[misc]
                 max_tokens=limits.max_tokens,
                 temperature=limits.temperature,
+                top_p=limits.top_p,
+                min_p=limits.min_p,
+                repeat_penalty=limits.repeat_penalty,
                 stream=True,
             )
             for index, chunk in enumerate(chunks):
                 if index == 0:
                     self._watch_compute(False)  # the prompt is processed
-                text = chunk["choices"][0]["delta"].get("content")
+                choice = chunk["choices"][0]
+                text = choice["delta"].get("content")
                 if text:
                     yield text
+                if choice.get("finish_reason") in ("stop", "length"):
+                    finish = choice["finish_reason"]
         except RuntimeError as error:
             if "llama_decode returned 2" not in str(error):
                 raise
@@ -123,6 +184,7 @@ class LlamaBackend:
         finally:
             self._watch_compute(False)
             self._should_stop = lambda: False
+        return finish
 
     def reset(self) -> None:
         """Forget everything the context holds: the next prompt is processed in full, sharing
@@ -136,6 +198,27 @@ class LlamaBackend:
         llama_cpp.llama_memory_clear(memory, True)
 
 
-def load_backend(options: ModelOptions) -> Backend:
+def _chat_template(llm: Any) -> Any:
+    """The formatter ``create_chat_completion`` uses for a GGUF that carries its template (a
+    guessed format such as "chatml" is the same template); None for one without."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llm.metadata.get("tokenizer.chat_template")
+    if template is None:
+        return None
+    eos, bos = llm.token_eos(), llm.token_bos()
+    return Jinja2ChatFormatter(
+        template=template,
+        eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
+        bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
+    )
+
+
+def load_backend(options: ModelOptions | OpenAIOptions) -> Backend:
+    """The model in this process, or a connection to a model server (``CONCIERGE_BACKEND``)."""
+    if not isinstance(options, ModelOptions):
+        from engine.openai_backend import OpenAIBackend  # httpx: only when it is used
+
+        return OpenAIBackend.connect(options)
     log.info("loading model %s", options.path.name)
     return LlamaBackend(options)

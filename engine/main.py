@@ -1,15 +1,21 @@
-"""Starting and stopping the engine: load the model, connect, purge once, serve until stopped."""
+"""Starting and stopping the engine: take the metrics port, clean up, load the model, connect,
+purge once, serve until stopped."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING, Any
 
 from broker.amqp import Broker
-from config.settings import Settings
+from config.settings import Settings, default_model_path
+from engine.knowledge import remove_stale_builds
 from engine.llm import Backend, ModelOptions, load_backend
-from engine.metrics import EngineMetrics, serve_metrics
+from engine.metrics import BackendReport, EngineMetrics, serve_metrics
 from engine.worker import Worker
+
+if TYPE_CHECKING:
+    from engine.openai_backend import OpenAIOptions
 
 log = logging.getLogger(__name__)
 
@@ -20,7 +26,41 @@ def model_options(settings: Settings) -> ModelOptions:
         context_size=settings.context_size,
         threads=settings.threads,
         seed=settings.seed,
+        state_cache_bytes=settings.state_cache_mb * 1024 * 1024,
     )
+
+
+def backend_options(settings: Settings) -> ModelOptions | OpenAIOptions:
+    """The model in this process, or the model server (``CONCIERGE_BACKEND``)."""
+    if settings.backend == "llama":
+        return model_options(settings)
+    from engine.openai_backend import OpenAIOptions
+
+    return OpenAIOptions(
+        base_url=settings.openai_base_url,
+        model=settings.openai_model,
+        api_key=settings.openai_api_key,
+        seed=settings.seed,
+    )
+
+
+def backend_report(settings: Settings, backend: Backend) -> BackendReport:
+    """What ``/healthz`` says of the backend: the model server and whether it answers now,
+    or the model file this process runs."""
+    if settings.backend == "openai":
+        from engine.openai_backend import OpenAIBackend
+
+        if isinstance(backend, OpenAIBackend):
+            return backend.server_health
+    model = settings.model_path or default_model_path()
+    report = {"kind": "llama", "model": model.name if model else None}
+    if settings.backend != "llama":  # a stand-in for the server's backend (a benchmark's)
+        report = {"kind": settings.backend}
+
+    async def fixed() -> dict[str, Any]:
+        return report
+
+    return fixed
 
 
 async def run_engine(
@@ -32,24 +72,45 @@ async def run_engine(
 ) -> Worker:
     """Serve requests until ``stop`` is set; return the worker when done.
 
-    The request queue is purged here, once, before consuming (unless ``purge_on_start`` is
-    off): a reconnect later re-declares the topology but never purges.
+    The metrics port is taken first: a second engine started on the same host by mistake
+    stops there (``MetricsPortUnavailable``, one line) before it loads a model or touches the
+    broker. The request queue is purged here, once, before consuming (unless
+    ``purge_on_start`` is off or another engine consumes it): a reconnect later re-declares
+    the topology but never purges.
     """
     metrics = EngineMetrics(settings.engine_name)
-    if backend is None:
-        backend = await asyncio.to_thread(load_backend, model_options(settings))
-    metrics.model_loaded = True
-    async with Broker(settings) as broker:
-        metrics.watch(broker)
-        worker = Worker(settings, broker, backend, metrics=metrics)
-        if settings.purge_on_start:
-            purged = await worker.purge_stale()
-            log.info("purged %d stale request(s) at startup", purged)
-        await worker.start()
-        async with serve_metrics(metrics, settings.metrics_host, settings.metrics_port):
+    metrics.watch_knowledge(settings.kb_path)
+    async with serve_metrics(metrics, settings.metrics_host, settings.metrics_port):
+        await asyncio.to_thread(remove_stale_builds, settings.kb_path)  # it logs each file
+        if backend is None:
+            backend = await asyncio.to_thread(load_backend, backend_options(settings))
+        metrics.model_loaded = True
+        metrics.watch_backend(backend_report(settings, backend))
+        async with Broker(settings) as broker:
+            metrics.watch(broker)
+            worker = Worker(settings, broker, backend, metrics=metrics)
+            if settings.purge_on_start:
+                await purge_once(worker)
+            await worker.start()
             log.info("engine %s ready", settings.engine_name)
             if ready is not None:
                 ready.set_result(worker)
             await stop.wait()
             await worker.stop(settings.shutdown_grace_s)
     return worker
+
+
+async def purge_once(worker: Worker) -> None:
+    """Drop the requests left from before this start, telling their askers; unless another
+    engine already takes requests: then they are its to answer, not stale (a second worker,
+    or a second ``concierge up`` by mistake)."""
+    consumers = (await worker.broker.request_queue_counts()).consumers
+    if consumers:
+        log.info(
+            "request queue not purged at startup: another engine takes requests from it "
+            "(%d consumer(s))",
+            consumers,
+        )
+        return
+    purged = await worker.purge_stale()
+    log.info("purged %d stale request(s) at startup", purged)

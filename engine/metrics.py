@@ -3,7 +3,8 @@
 The worker records every reply event it sends with one call, ``metrics.record(event)``: the
 protocol events already carry the numbers (``Started.waited_s``, ``Done.ttft_s``,
 ``Cancelled.stop_latency_s``), so neither the worker nor the broker knows about Prometheus.
-The request queue depth is read from the broker when Prometheus scrapes, not polled.
+The request queue depth is read from the broker when Prometheus scrapes, not polled; what
+``/healthz`` adds (the job running now, the knowledge base) is read when it is asked for.
 Each engine has its own ``CollectorRegistry``, so several engines in one process (tests, or
 two workers) never share a counter.
 """
@@ -11,10 +12,12 @@ two workers) never share a counter.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -23,6 +26,8 @@ from prometheus_client.exposition import generate_latest
 from pydantic import BaseModel
 
 from broker.protocol import Cancelled, Done, Expired, Failed, Started
+from config.settings import ConfigError
+from engine.health import KnowledgeReport, Running, running_report
 
 if TYPE_CHECKING:
     from broker.amqp import Broker
@@ -39,6 +44,9 @@ QUEUE_DEPTH_TIMEOUT_S = 2.0  # a scrape never hangs on a slow broker
 
 QueueDepth = Callable[[], Awaitable[int]]
 Check = Callable[[], bool]
+RunningNow = Callable[[], Running | None]
+BackendReport = Callable[[], Awaitable[dict[str, Any]]]  # the backend, and whether it answers
+BACKEND_REPORT_TIMEOUT_S = 5.0
 
 
 class EngineMetrics:
@@ -53,6 +61,12 @@ class EngineMetrics:
         self.outcomes = dict.fromkeys(OUTCOMES, 0)  # requests ended, by terminal event
         self._queue_depth: QueueDepth | None = None
         self._broker_connected: Check = lambda: False
+        self._answering: RunningNow = lambda: None
+        self._rescraping: RunningNow = lambda: None
+        self._knowledge: KnowledgeReport | None = None
+        self._knowledge_now: dict[str, Any] | None = None
+        self._backend_report: BackendReport | None = None
+        self._backend_now: dict[str, Any] | None = None
         self._declare()
 
     def _declare(self) -> None:
@@ -148,6 +162,18 @@ class EngineMetrics:
         self._queue_depth = broker.request_queue_depth
         self._broker_connected = lambda: broker.connection.connected.is_set()
 
+    def watch_jobs(self, answering: RunningNow, rescraping: RunningNow) -> None:
+        """Read the answer being generated and the rescrape running at each ``/healthz``."""
+        self._answering, self._rescraping = answering, rescraping
+
+    def watch_knowledge(self, kb_path: Path) -> None:
+        """Report the knowledge base at ``kb_path`` (the engine's own) in ``/healthz``."""
+        self._knowledge = KnowledgeReport(kb_path)
+
+    def watch_backend(self, report: BackendReport) -> None:
+        """Ask the backend at each ``/healthz`` what it is and whether its server answers."""
+        self._backend_report = report
+
     # --- what the server reads -----------------------------------------------------------
 
     def broker_connected(self) -> bool:
@@ -170,6 +196,18 @@ class EngineMetrics:
         else:
             self.queue_depth.set(depth)
 
+    async def refresh_health(self) -> None:
+        """Read what ``health`` reports from disk: called before each ``/healthz``."""
+        if self._knowledge is not None:
+            self._knowledge_now = await asyncio.to_thread(self._knowledge.read)
+        if self._backend_report is not None:
+            try:
+                report = self._backend_report()
+                self._backend_now = await asyncio.wait_for(report, BACKEND_REPORT_TIMEOUT_S)
+            except Exception as error:  # a model server that hangs is not answering
+                log.debug("backend not reported: %s", type(error).__name__)
+                self._backend_now = {**(self._backend_now or {}), "server_answering": False}
+
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
 
@@ -177,7 +215,7 @@ class EngineMetrics:
         """What ``/healthz`` answers; ``ok`` only when the engine can serve a request."""
         broker_connected = self.broker_connected()
         return {
-            "ok": broker_connected and self.model_loaded,
+            "ok": broker_connected and self.model_loaded and self._server_answering(),
             "engine": self.engine_name,
             "alive": True,  # this answer comes from the engine's own event loop
             "broker_connected": broker_connected,
@@ -185,7 +223,33 @@ class EngineMetrics:
             "uptime_s": round(time.time() - self.started_at, 1),
             "started": self.started,
             "requests": dict(self.outcomes),
+            "answering": running_report(self._answering()),
+            "rescraping": running_report(self._rescraping()),
+            "knowledge_base": self._knowledge_now,
+            "backend": self._backend_now,
         }
+
+    def _server_answering(self) -> bool:
+        """False only when the backend is a model server that did not answer the last check."""
+        return (self._backend_now or {}).get("server_answering", True) is not False
+
+
+class MetricsPortUnavailable(ConfigError):
+    """The metrics address cannot be bound, most often because another engine holds the port:
+    a setting to change, so ``concierge`` exits 78 with this one line."""
+
+    def __init__(self, host: str, port: int, error: OSError) -> None:
+        where = f"cannot serve metrics on {host}:{port}"
+        if error.errno == errno.EADDRINUSE:
+            super().__init__(
+                f"{where}: the port is in use (another engine on this host?); set "
+                "CONCIERGE_METRICS_PORT to a free port, or to 0 for no metrics server"
+            )
+        else:
+            super().__init__(
+                f"{where} ({error.strerror or type(error).__name__}); check "
+                "CONCIERGE_METRICS_HOST and CONCIERGE_METRICS_PORT (0: no metrics server)"
+            )
 
 
 class MetricsServer:
@@ -207,7 +271,11 @@ class MetricsServer:
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as error:
+            await self.close()
+            raise MetricsPortUnavailable(self.host, self.port, error) from None
         self.port = self._runner.addresses[0][1]  # the real port when 0 was asked
         log.info("metrics on http://%s:%d/metrics", self.host, self.port)
         return self
@@ -230,6 +298,7 @@ class MetricsServer:
         return response
 
     async def _healthz(self, request: web.Request) -> web.Response:
+        await self.metrics.refresh_health()
         health = self.metrics.health()
         return web.json_response(health, status=200 if health["ok"] else 503)
 

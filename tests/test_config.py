@@ -61,19 +61,20 @@ LIST_FIELDS = [
 ]
 
 
-def test_the_list_fields_are_the_six_known_ones() -> None:
+def test_the_list_fields_are_the_seven_known_ones() -> None:
     """A new list field must be added to the validator (and here) or it reads JSON only."""
     assert sorted(LIST_FIELDS) == [
         "admin_role_ids",
         "admin_user_ids",
         "allowed_channel_ids",
         "allowed_guild_ids",
+        "model_languages",
         "site_allowed_hosts",
         "site_urls",
     ]
 
 
-@pytest.mark.parametrize("field", LIST_FIELDS)
+@pytest.mark.parametrize("field", [field for field in LIST_FIELDS if field != "model_languages"])
 @pytest.mark.parametrize(
     ("written", "read"),
     [
@@ -150,6 +151,14 @@ def test_env_example_uncommented_line_for_line_gives_the_defaults(
 def _clear_concierge_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in [name for name in os.environ if name.startswith("CONCIERGE_")]:
         monkeypatch.delenv(name)
+
+
+def test_model_languages_are_a_list_of_known_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CONCIERGE_MODEL_LANGUAGES", "en, ja")
+    assert load_settings().model_languages == ["en", "ja"]
+    monkeypatch.setenv("CONCIERGE_MODEL_LANGUAGES", '["fr"]')
+    with pytest.raises(ConfigError, match=r"CONCIERGE_MODEL_LANGUAGES\): unknown language fr"):
+        load_settings()
 
 
 # --- the model file -----------------------------------------------------------------------

@@ -20,6 +20,7 @@ from cli.eval_scoring import (
     Reply,
     judge,
     load_cases,
+    own_words,
     split_sources,
     summarize,
 )
@@ -192,6 +193,23 @@ def test_the_table_has_a_line_per_question_and_the_summary() -> None:
     assert "engine seconds: 6.0 in all, median 3.0 per answer" in text
 
 
+def test_the_models_own_words_are_judged_apart_from_the_quote_after_them() -> None:
+    quote = "\n\nFrom the site: \u201cThe last ferry leaves Minato at 16:50.\u201d" + sources(FERRY)
+    garbled = judge(LAST_FERRY, Reply("done", "It leaves at 17:40." + quote, tokens=7), 512)
+    right = judge(LAST_FERRY, Reply("done", "At 16:50." + quote, tokens=4), 512)
+    quote_only = judge(LAST_FERRY, Reply("done", quote.strip(), tokens=0), 512)
+
+    assert own_words(garbled.answer) == "It leaves at 17:40."
+    assert (garbled.own_words_right, right.own_words_right, quote_only.own_words_right) == (
+        False,
+        True,
+        None,  # the model wrote nothing: the quote is the whole answer
+    )
+    assert not garbled.correct and right.correct and quote_only.correct
+    summary = summarize([garbled, right, quote_only])
+    assert (summary.own_words_right, summary.own_words_of) == (1, 2)
+
+
 def test_sources_are_read_from_the_engines_own_format() -> None:
     answer, cited = split_sources("The answer.\n\n" + format_sources([Passage("F", FERRY, "")]))
 
@@ -265,7 +283,8 @@ async def test_eval_runs_each_question_through_the_engine(
     assert ferry["answer"] and "Sources:" not in ferry["answer"]
     assert 0 < ferry["tokens"] <= site_settings.max_tokens
     assert ferry["elapsed_s"] > 0 and ferry["ttft_s"] > 0
-    assert no_match["cited"] == []  # no passage matches: the engine lists no source
+    assert ferry["cited"] == [f"{eval_site}/articles/ferry-timetable.html"]  # and no other
+    assert no_match["cited"] == [] and no_match["correct"]  # "the site does not cover this"
     summary = document["summary"]
-    assert summary["questions"] == 2
+    assert (summary["questions"], summary["invented"]) == (2, 0)
     assert summary["engine_s_total"] >= ferry["elapsed_s"]

@@ -28,7 +28,7 @@ from engine.knowledge import (
     select_passages,
 )
 from engine.knowledge.discover import parse_feed
-from engine.llm import ChatMessage
+from engine.llm import Backend, ChatMessage
 from engine.prompt import SitePrompts, chat_messages
 from tests.site_fixture import FakeSite, ForeignSite
 
@@ -318,44 +318,48 @@ async def test_sources_name_the_article_that_answered(settings: Settings, site: 
 
 
 async def test_a_prompt_shows_the_model_the_passages_it_cites(
-    settings: Settings, site: FakeSite
+    settings: Settings, site: FakeSite, backend: Backend
 ) -> None:
     await scrape(settings)
     request = make_request(reply_to="b", user_id="u", question="widget warranty?", ttl_s=30)
 
-    prompt = SitePrompts(settings).build(request)
+    prompt = SitePrompts(settings, backend.count_tokens).build(request)
 
     system, question = prompt.messages
-    assert question == ChatMessage("user", "widget warranty?")
-    assert system.content.startswith(settings.system_prompt)
-    cited = re.findall(r"<(http[^>]+)>", prompt.appendix)
-    shown = re.findall(r"^\[\d+\] .* \((http[^)]+)\)$", system.content, re.MULTILINE)
-    assert f"{site.base}/articles/widgets" in cited
-    assert cited == list(dict.fromkeys(shown))  # each shown article cited once, in rank order
+    assert system == ChatMessage("system", settings.system_prompt)
+    assert question.role == "user" and question.content.endswith("\n\nQuestion: widget warranty?")
+    cited = list(prompt.grounding.sources)
+    shown = re.findall(r"^\[\d+\] .* \((http[^)]+)\)$", question.content, re.MULTILINE)
+    assert cited == [f"{site.base}/articles/widgets"]  # the one article that covers it
+    assert cited == list(dict.fromkeys(shown))  # only what it cites is shown
 
 
 async def test_a_prompt_from_an_empty_knowledge_base_is_the_question_and_a_note(
-    tmp_path: Path,
+    tmp_path: Path, backend: Backend
 ) -> None:
     settings = Settings(_env_file=None, kb_path=tmp_path / "none.sqlite3")  # type: ignore[call-arg]
     request = make_request(reply_to="b", user_id="u", question="Hello?", ttl_s=30)
 
-    prompt = SitePrompts(settings).build(request)
+    prompt = SitePrompts(settings, backend.count_tokens).build(request)
 
     assert prompt.messages == chat_messages(settings.system_prompt, "Hello?")
-    assert NO_ARTICLES_MESSAGE in prompt.appendix
+    assert prompt.grounding.note == NO_ARTICLES_MESSAGE and prompt.grounding.not_on_site
 
 
-def test_chat_messages_are_system_with_articles_then_history_then_question() -> None:
+def test_chat_messages_are_system_then_history_then_articles_and_question() -> None:
     earlier = [ChatMessage("user", "Hi"), ChatMessage("assistant", "Hello!")]
 
     messages = chat_messages("Be brief.", "And now?", articles="[1] A (u)\ntext", history=earlier)
 
     assert [message.role for message in messages] == ["system", "user", "assistant", "user"]
-    assert messages[0].content.startswith("Be brief.\n\n")
-    assert messages[0].content.endswith("[1] A (u)\ntext")
-    assert messages[1:3] == earlier and messages[-1] == ChatMessage("user", "And now?")
-    assert chat_messages("Be brief.", "Q")[0] == ChatMessage("system", "Be brief.")
+    assert messages[0] == ChatMessage("system", "Be brief.")  # the same for every question
+    assert messages[1:3] == earlier
+    assert "[1] A (u)\ntext" in messages[-1].content
+    assert messages[-1].content.endswith("\n\nQuestion: And now?")
+    assert chat_messages("Be brief.", "Q") == [
+        ChatMessage("system", "Be brief."),
+        ChatMessage("user", "Q"),
+    ]
 
 
 def test_atom_feed_links_are_found() -> None:

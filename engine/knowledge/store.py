@@ -15,8 +15,10 @@ from .models import KbStats, Passage
 from .query import Query, parse_query
 from .schema import BODY_WEIGHT, TITLE_WEIGHT, has_current_schema, open_readonly
 
+# After a general answer given before the first rescrape: it says the answer is not the site's.
 NO_ARTICLES_MESSAGE = (
-    "The knowledge base has no articles yet: an admin can run a rescrape to read the site."
+    "Not from the site: the knowledge base has no articles yet "
+    "(an admin can run a rescrape to read the site)."
 )
 
 MATCH_SQL = f"""

@@ -1,0 +1,81 @@
+"""What an answer stands on, decided before the model runs, and what the engine writes after it.
+
+The default model (SmolLM2-135M) answers from whatever it is given and invents the rest, so
+the site decides (docs/quality.md, "Grounded answers"):
+
+- the knowledge base is empty (no rescrape yet): nothing to stand on, so the model answers
+  as a general assistant and a note after it says that is not the site's answer;
+- the site does not cover the question (``engine/knowledge/relevance.py``): no model answer at
+  all, a sentence saying so in the question's language, no source (costs no engine seconds,
+  invents nothing);
+- it covers it: the model reads the covering article's passages (when it writes the
+  question's language, ``CONCIERGE_MODEL_LANGUAGES``), then the engine quotes the article's
+  sentences that best match the question, and its link: a reader can check the claim even
+  when the model garbles it. That article is the one source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from broker.protocol import FinishReason
+from engine.knowledge import Passage, format_sources
+from engine.knowledge.evidence import Evidence, find_evidence, opening
+from engine.knowledge.relevance import relevant_passages
+from engine.wording import WORDING, Language, language_of
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """The passages an answer may use ([] when the site does not cover the question), the
+    quote that backs it, and whether the model writes anything."""
+
+    language: Language
+    passages: tuple[Passage, ...] = ()  # of the one article that covers the question
+    evidence: Evidence | None = None
+    asks_model: bool = True
+    note: str = ""  # said instead of evidence: the site does not cover it, or has no articles
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(passage.url for passage in self.passages))
+
+    @property
+    def not_on_site(self) -> bool:
+        return not self.passages
+
+
+def ground(
+    question: str, found: Sequence[Passage], *, kb_empty: bool, model_languages: Sequence[str]
+) -> Grounding:
+    """What ``question`` may be answered from, given the passages the search ``found``."""
+    language = language_of(question)
+    words = WORDING[language]
+    if kb_empty:
+        return Grounding(language, note=words.no_articles)
+    passages = relevant_passages(question, found)
+    if not passages:
+        return Grounding(language, asks_model=False, note=words.not_on_site)
+    evidence = find_evidence(question, passages) or opening(passages[0])
+    return Grounding(language, tuple(passages), evidence, asks_model=language in model_languages)
+
+
+def closing(
+    grounding: Grounding, finish_reason: FinishReason, max_tokens: int, *, after_text: bool
+) -> str:
+    """What follows the model's words (``after_text``: it wrote some): why it was cut, if it
+    was; then the quote and its source, or the note."""
+    words = WORDING[grounding.language]
+    parts: list[str] = []
+    if finish_reason == "repetition":
+        parts.append(words.cut_repetition)
+    elif finish_reason == "length":
+        parts.append(words.cut_length.format(max_tokens=max_tokens))
+    if grounding.evidence is not None:
+        quoted = words.evidence.format(quote=grounding.evidence.quote)
+        parts.append(quoted + "\n" + format_sources(list(grounding.passages)))
+    elif grounding.note:
+        parts.append(grounding.note)
+    text = "\n\n".join(parts)
+    return "\n\n" + text if text and after_text else text
