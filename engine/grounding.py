@@ -47,14 +47,25 @@ class Grounding:
 
 
 def ground(
-    question: str, found: Sequence[Passage], *, kb_empty: bool, model_languages: Sequence[str]
+    question: str,
+    found: Sequence[Passage],
+    *,
+    kb_empty: bool,
+    model_languages: Sequence[str],
+    follow_up_of: str = "",
 ) -> Grounding:
-    """What ``question`` may be answered from, given the passages the search ``found``."""
+    """What ``question`` may be answered from, given the passages the search ``found``.
+
+    A follow-up ("and how much is the ticket?") rarely names its subject: when the question
+    alone is not covered, ``follow_up_of`` (the question with the asker's earlier ones, as the
+    search read it) may be."""
     language = language_of(question)
     words = WORDING[language]
     if kb_empty:
         return Grounding(language, note=words.no_articles)
     passages = relevant_passages(question, found)
+    if not passages and follow_up_of:
+        passages = relevant_passages(follow_up_of, found)
     if not passages:
         return Grounding(language, asks_model=False, note=words.not_on_site)
     evidence = find_evidence(question, passages) or opening(passages[0])

@@ -77,12 +77,14 @@ class SitePrompts:
 
     def build(self, request: Request) -> Prompt:
         question, history = request.question, as_messages(request.history)
-        found = self.kb.search(search_text(question, history), self.settings.retrieval_passages)
+        searched = search_text(question, history)
+        found = self.kb.search(searched, self.settings.retrieval_passages)
         grounding = ground(
             question,
             found,
             kb_empty=not found and self.kb.is_empty(),
             model_languages=self.settings.model_languages,
+            follow_up_of=searched if history else "",
         )
         if not grounding.asks_model:
             return Prompt([], grounding)

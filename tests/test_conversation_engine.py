@@ -171,6 +171,20 @@ async def test_a_follow_up_finds_the_article_its_earlier_turn_was_about(
     assert done.history_used == 2
 
 
+async def test_a_follow_up_that_does_not_name_its_subject_is_answered_from_the_site(
+    town_kb: Settings, engine: RunningEngine, client: ConciergeClient, broker: Broker
+) -> None:
+    question = "Is there a discount for children?"
+    alone = await ask(client, broker, question, ())
+    assert alone.not_on_site  # on its own the question names nothing the site covers
+
+    earlier = history_of("When does the ferry to Nishi Island leave?", "At 9:00, 12:00 and 16:00.")
+    done = await ask(client, broker, question, earlier)
+
+    assert not done.not_on_site
+    assert done.sources == (FERRY,)
+
+
 # --- bad input ----------------------------------------------------------------------------
 
 
