@@ -59,18 +59,30 @@ async def ask(
         err.print("[red]not asked:[/] the question is empty")
         return EXIT_USAGE
     async with ConciergeClient(one_off(settings), "terminal") as client:
-        try:
-            session = await client.ask(Ask(question, getpass.getuser(), kind))
-        except AskRefused as refusal:
-            err.print(f"[red]not asked:[/] {escape(str(refusal))}")
-            return EXIT_FAILED
-        answer = TerminalAnswer(
-            session,
-            answer_text(sys.stdout),
-            TerminalStatus(err),
-            json_out=sys.stdout if as_json else None,
-        )
-        with _on_sigint(lambda: _in_background(client.cancel(session, session.user_id))):
+        asked: list[Session] = []
+        stop_pressed = asyncio.Event()  # Ctrl+C while the request is sent: cancel it once sent
+
+        def stop() -> None:
+            if asked:
+                _in_background(client.cancel(asked[0], asked[0].user_id))
+            else:
+                stop_pressed.set()
+
+        with _on_sigint(stop):
+            try:
+                session = await client.ask(Ask(question, getpass.getuser(), kind))
+            except AskRefused as refusal:
+                err.print(f"[red]not asked:[/] {escape(str(refusal))}")
+                return EXIT_FAILED
+            asked.append(session)
+            if stop_pressed.is_set():
+                stop()
+            answer = TerminalAnswer(
+                session,
+                answer_text(sys.stdout),
+                TerminalStatus(err),
+                json_out=sys.stdout if as_json else None,
+            )
             with client.showing(session):
                 return (await answer.follow()).code
 

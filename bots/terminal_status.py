@@ -63,7 +63,7 @@ class TerminalStatus:
         elif ahead:
             self._show(_Waiting(f"queued · {ahead} ahead"), plain=f"queued · {ahead} ahead")
         else:
-            self._show(_Waiting("queued · next up"))
+            self._show(_Waiting("queued · next up"), plain="queued · next up")
 
     def started(self, kind: str) -> None:
         """The engine took it; the text (or the rescrape's progress) follows."""
