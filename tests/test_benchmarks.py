@@ -123,7 +123,10 @@ async def test_bench_cancel_in_prefill(bench_backend: BenchBackend) -> None:
         if run["mode"] == FIFO:
             assert run["outcome"] == "done"  # a prompt is read to its end before it is reached
         elif run["in_prefill_at_cancel"]:
-            assert run["outcome"] == "cancelled" and run["tokens_after_cancel"] == 0
+            # "in prefill" means no token had reached the client when the cancel was published;
+            # the prompt may end while the cancel is in flight (a few ms), so the model can
+            # yield one token before the engine sees it, never a stream of them.
+            assert run["outcome"] == "cancelled" and run["tokens_after_cancel"] <= 1
 
 
 async def test_bench_stream(bench_backend: BenchBackend) -> None:
