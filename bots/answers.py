@@ -14,27 +14,38 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Hashable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
 
 from bots.ask import Ask
 from bots.client import AskRefused, ConciergeClient
 from bots.renderer import MessageContent, Renderer, Status
 from bots.session import Session
+from config.texts import Locale, t
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_S = 5.0  # on close, how long answers being stopped may take to show it
 SHUTDOWN_USER = "concierge-shutdown"  # the user_id of the cancels sent when a bot stops
 
-# What askers read, on every platform (a refusal's own reason comes from ``AskRefused``).
-ENGINE_DOWN_TEXT = "I can't reach the answering engine right now. Please try again later."
-NOT_ADMIN_TEXT = "Only admins can rebuild the knowledge base."
-NOT_HERE_TEXT = "I don't answer in this channel."
+# What askers read, on every platform, in English (``config.texts`` has every locale; a
+# refusal's own reason comes from ``AskRefused``, already in the asker's).
+ENGINE_DOWN_TEXT = t("refusal.engine_down", "en")
+NOT_ADMIN_TEXT = t("refusal.not_admin", "en")
+NOT_HERE_TEXT = t("refusal.not_here", "en")
 
 
-def warning(reason: str) -> str:
+def warning(reason: str, locale: Locale = "en") -> str:
     """A refusal as a chat message shows it."""
-    return f"⚠️ {reason}"
+    return t("refusal.warning", locale, reason=reason)
+
+
+class StopOutcome(StrEnum):
+    """What a stop by one person on one answer did (a Stop button tells the clicker)."""
+
+    STOPPED = "stopped"  # the cancel was sent
+    NOT_ALLOWED = "not allowed"  # neither the asker nor an admin
+    ENDED = "ended"  # the answer is over (or already being stopped)
 
 
 # How a platform names a message: Discord by its id, Slack by (channel, ts).
@@ -51,7 +62,11 @@ class Stage(Protocol[K_co]):
     is awaited), so that a stop put on it at once already finds the answer.
     """
 
-    on_post: Callable[[Any], None]  # set by ``Answers``
+    # Set by ``Answers`` before the first post: each message posted, the exchange's session
+    # id (a persistent button names it) and the locale of the bot's own words.
+    on_post: Callable[[Any], None]
+    session_id: str
+    locale: Locale
 
     @property
     def question(self) -> Any | None:
@@ -123,14 +138,15 @@ class Answers(Generic[K]):
     async def answer(self, ask: Ask, stage: Stage[K], say: Say) -> Status | None:
         """Queue ``ask`` and show its answer through ``stage``; None if it was not queued (then
         ``say`` told the asker why)."""
+        locale = ask.locale or self.client.settings.locale
         try:
             session = await self.client.prepare(ask)
         except AskRefused as refusal:  # too long, or too many open
-            await say(warning(str(refusal)))
+            await say(warning(str(refusal), locale))
             return None
         except Exception:
             log.exception("could not queue the %s of %s", ask.kind, ask.asker)
-            await say(warning(ENGINE_DOWN_TEXT))
+            await say(warning(t("refusal.engine_down", locale), locale))
             return None
         answer, renderer = self._open(session, stage)
         return await self._show(answer, stage, renderer, self._send(session, stage, renderer))
@@ -150,7 +166,7 @@ class Answers(Generic[K]):
             return renderer.status
         except Exception:
             log.exception("could not send the %s of %s", session.kind, session.user_id)
-            await renderer.refuse(ENGINE_DOWN_TEXT)
+            await renderer.refuse(t("refusal.engine_down", session.locale))
             return renderer.status
         return await renderer.follow(session)
 
@@ -178,9 +194,15 @@ class Answers(Generic[K]):
         """The answer and its renderer; its question and each message posted find it."""
         answer = Answer(session)
         stage.on_post = lambda message: self._link(answer, stage.key(message))
+        stage.session_id, stage.locale = session.session_id, session.locale
         if stage.question is not None:
             self._link(answer, stage.key(stage.question))
-        renderer = Renderer(stage, max_chars=self.max_chars, edit_interval_s=self.edit_interval_s)
+        renderer = Renderer(
+            stage,
+            max_chars=self.max_chars,
+            edit_interval_s=self.edit_interval_s,
+            locale=session.locale,
+        )
         return answer, renderer
 
     async def _show(
@@ -214,6 +236,13 @@ class Answers(Generic[K]):
         """The answer ``message`` belongs to: its question, placeholder or a continuation."""
         return self._by_message.get(message)
 
+    def find_session(self, session_id: str) -> Answer | None:
+        """The answer of the exchange ``session_id``, if this process shows it."""
+        for answer in self.active():
+            if answer.session.session_id == session_id:
+                return answer
+        return None
+
     def active(self) -> list[Answer]:
         return list({id(answer): answer for answer in self._by_message.values()}.values())
 
@@ -231,6 +260,36 @@ class Answers(Generic[K]):
                 log.info("%s may not stop session %s", user_id, answer.session.session_id)
                 return False
         return await self._cancel(answer, user_id)
+
+    async def stop_session(
+        self,
+        session_id: str,
+        user_id: str,
+        is_admin: Callable[[], bool | Awaitable[bool]],
+        *,
+        asker: str | None = None,
+    ) -> StopOutcome:
+        """A stop by ``user_id`` on the exchange ``session_id`` (a Stop button names it).
+
+        An exchange this process does not show (it ended, or began before a restart and no
+        event has come since) is stopped by id when ``asker`` says who asked: the engine
+        stops it if it still has it, and ignores it otherwise.
+        """
+        answer = self.find_session(session_id)
+        owner = answer.session.user_id if answer is not None else asker
+        if owner is None or (answer is not None and answer.stopped_by is not None):
+            return StopOutcome.ENDED
+        if answer is None and self.client.sessions.ended(session_id):
+            return StopOutcome.ENDED
+        if user_id != owner:
+            admin = is_admin()
+            if not (await admin if inspect.isawaitable(admin) else admin):
+                log.info("%s may not stop session %s", user_id, session_id)
+                return StopOutcome.NOT_ALLOWED
+        if answer is None:
+            await self.client.cancel_id(session_id, user_id)
+            return StopOutcome.STOPPED
+        return StopOutcome.STOPPED if await self._cancel(answer, user_id) else StopOutcome.ENDED
 
     async def _cancel(self, answer: Answer, user_id: str) -> bool:
         if answer.stopped_by is not None:  # someone else's stop got here while we asked

@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from broker.protocol import HistoryTurn
+from config.texts import Locale
 
 Kind = Literal["ask", "rescrape"]
 
@@ -22,6 +23,8 @@ class Ask:
     reply event echoes, so the next process of a named bot can find the answer again.
     ``history`` is the conversation before the question, oldest first (see ``bots.history``);
     ``history_cut`` says that older messages of it were left out (the answer then says so).
+    ``locale`` is the asker's, as the platform tells it (None: ``CONCIERGE_LOCALE``): the
+    bot's own texts, and a rescrape's progress, come in it.
     """
 
     question: str
@@ -30,6 +33,7 @@ class Ask:
     place: Mapping[str, str] = field(default_factory=dict)
     history: tuple[HistoryTurn, ...] = ()
     history_cut: bool = False
+    locale: Locale | None = None
 
     def __post_init__(self) -> None:
         # A copy nobody can change: the caller's dict may be reused for the next question.

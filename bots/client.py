@@ -8,13 +8,15 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import Literal
 
 from bots.ask import Ask, Kind
 from bots.history import last_turns, within_body
 from bots.session import Detached, Session, SessionRegistry, StopRequested
 from broker.amqp import Broker, Envelope, QueueFull, ReplyQueueTaken
-from broker.protocol import TERMINAL_TYPES, Cancel, ReplyEvent, Request, make_request
+from broker.protocol import TERMINAL_TYPES, Cancel, Feedback, ReplyEvent, Request, make_request
 from config.settings import ConfigError, Settings
+from config.texts import Locale, locale_of, t
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +29,9 @@ MAX_HELD_ACKS = 50  # of the reply consumer's prefetch of 100
 # The context keys the client adds to every request, beside the adapter's own.
 USER_KEY = "user"
 KIND_KEY = "kind"
+LOCALE_KEY = "locale"  # only when it is not CONCIERGE_LOCALE (a context holds 8 entries)
+
+Vote = Literal["up", "down", "none"]
 
 
 class AskRefused(Exception):
@@ -93,7 +98,8 @@ class ConciergeClient:
         name that message in its context. Raises ``AskRefused`` for a question over the length
         limit or an asker who already has ``max_waiting_per_user`` requests open.
         """
-        self._check_limits(ask.question, ask.asker)
+        locale = ask.locale or self.settings.locale
+        self._check_limits(ask.question, ask.asker, locale)
         settings = self.settings
         history, cut = last_turns(
             ask.history, settings.history_max_messages, settings.history_max_chars
@@ -107,9 +113,10 @@ class ConciergeClient:
             platform=self.platform,
             context=dict(ask.place),
             history=history,
+            locale=locale,
         )
         session = Session.for_request(request, timeout_s=self._reply_timeout_s(ask.kind))
-        session.history_cut = ask.history_cut or cut
+        session.history_cut, session.locale = ask.history_cut or cut, locale
         self.sessions.add(session)  # before any await: it counts toward the asker's cap at once
         try:
             counts = await self.broker.request_queue_counts()
@@ -130,6 +137,8 @@ class ConciergeClient:
             USER_KEY: session.user_id,
             KIND_KEY: session.kind,
         }
+        if session.locale != self.settings.locale:  # a successor must speak it too
+            context[LOCALE_KEY] = session.locale
         # validated again (model_copy would not check the context's limits)
         request = Request.model_validate(session.request.model_dump() | {"context": context})
         request, cut = within_body(request)
@@ -138,10 +147,7 @@ class ConciergeClient:
             await self.broker.send_request(request)
         except QueueFull:
             self.sessions.remove(session.session_id)
-            raise AskRefused(
-                "I'm busy right now: too many questions are waiting. "
-                "Please try again in a few minutes."
-            ) from None
+            raise AskRefused(t("refusal.queue_full", session.locale)) from None
         except BaseException:
             self.sessions.remove(session.session_id)
             raise
@@ -151,18 +157,13 @@ class ConciergeClient:
             return self.settings.rescrape_reply_timeout_s
         return self.settings.reply_timeout_s
 
-    def _check_limits(self, question: str, user_id: str) -> None:
+    def _check_limits(self, question: str, user_id: str, locale: Locale) -> None:
         limit = self.settings.max_question_chars
         if len(question) > limit:
-            raise AskRefused(
-                f"That question is too long ({len(question)} characters; the limit is {limit})."
-            )
+            raise AskRefused(t("refusal.too_long", locale, length=len(question), limit=limit))
         waiting = self.sessions.count_for_user(user_id)
         if waiting >= self.settings.max_waiting_per_user:
-            raise AskRefused(
-                f"You already have {waiting} questions open; "
-                "please wait for an answer before asking more."
-            )
+            raise AskRefused(t("refusal.too_many_open", locale, waiting=waiting))
 
     async def cancel(self, session: Session, user_id: str) -> None:
         """Publish a cancel on the cancel queue and tell the session's renderer at once."""
@@ -170,6 +171,26 @@ class ConciergeClient:
             Cancel(session_id=session.session_id, sent_at=time.time(), user_id=user_id)
         )
         session.items.put_nowait(StopRequested(user_id))
+
+    async def cancel_id(self, session_id: str, user_id: str) -> None:
+        """Publish a cancel for an exchange this process does not follow (a persistent Stop
+        button after a restart): the engine stops it if it still has it."""
+        await self.broker.send_cancel(
+            Cancel(session_id=session_id, sent_at=time.time(), user_id=user_id)
+        )
+
+    async def vote(self, session_id: str, user_id: str, vote: Vote) -> None:
+        """Publish ``user_id``'s vote on an answer ("none" withdraws it); the engine keeps one
+        per person and answer. Raises if the broker does not take it."""
+        await self.broker.send_feedback(
+            Feedback(
+                session_id=session_id,
+                user_id=user_id,
+                vote=vote,
+                platform=self.platform,
+                sent_at=time.time(),
+            )
+        )
 
     def forget(self, session: Session, *, shown: bool = True) -> None:
         """The session is over: acknowledge its terminal event if that was held and ``shown``
@@ -230,9 +251,11 @@ class ConciergeClient:
         context = dict(event.context)
         user_id = context.pop(USER_KEY, None)
         kind: Kind = "rescrape" if context.pop(KIND_KEY, "ask") == "rescrape" else "ask"
+        locale = locale_of(context.pop(LOCALE_KEY, None), self.settings.locale)
         if self.on_adopt is None or user_id is None or self.sessions.ended(event.session_id):
             return False
         session = Session(event.session_id, user_id, self._reply_timeout_s(kind), kind)
+        session.locale = locale
         if not self.on_adopt(session, context):
             return False
         self.sessions.add(session)

@@ -12,12 +12,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
 
 from bots.session import Detached, ReplyTimeout, Session, SessionItem, StopRequested
 from broker.protocol import Cancelled, Done, Expired, Failed, Progress, Started, TokenEvent
+from config.texts import CATALOGUE, LOCALES, Locale, t
 
 log = logging.getLogger(__name__)
 
@@ -54,10 +55,18 @@ FINAL_STATUSES = frozenset(
 
 @dataclass(frozen=True)
 class MessageContent:
-    """What one message shows: the answer's text and, on the last message, a status line."""
+    """What one message shows: the answer's text and, on the last message, a status line.
+
+    The last message also carries the answer's ``status`` (and, while queued, how many wait
+    ``ahead``), so that a platform can add its own controls: a Stop button while it runs,
+    votes once it is done, a thread status while nothing is written yet.
+    """
 
     body: str
     footer: str = ""
+    # Not compared: the footer already differs whenever they do (an edit is made on change).
+    status: Status | None = field(default=None, compare=False)
+    ahead: int = field(default=0, compare=False)
 
 
 class MessageSink(Protocol):
@@ -89,39 +98,49 @@ def split_text(text: str, limit: int) -> list[str]:
     return pieces
 
 
-def footer_for(status: Status, detail: str, ahead: int) -> str:
+_STATUS_KEYS = {
+    Status.GENERATING: "status.answering",
+    Status.STOPPING: "status.stopping",
+    Status.DONE: "status.done",
+    Status.STOPPED: "status.stopped",
+    Status.EXPIRED: "status.expired",
+    Status.FAILED: "status.failed",
+    Status.TIMED_OUT: "status.timed_out",
+    Status.REFUSED: "status.refused",
+    Status.DETACHED: "status.answering",
+}
+
+
+def footer_for(status: Status, detail: str, ahead: int, locale: Locale = "en") -> str:
     if status is Status.QUEUED:
-        return f"⏳ queued · {ahead} ahead" if ahead else "⏳ queued · next up"
-    return {
-        Status.GENERATING: "✍️ answering… (🛑 to stop)",
-        Status.STOPPING: "🛑 stopping…",
-        Status.DONE: "✅ done",
-        Status.STOPPED: "🛑 stopped",
-        Status.EXPIRED: f"⌛ expired: {detail}",
-        Status.FAILED: f"⚠️ failed: {detail}",
-        Status.TIMED_OUT: "⏱️ timed out: no reply from the engine",
-        Status.REFUSED: f"⚠️ {detail}",
-        Status.DETACHED: "✍️ answering… (🛑 to stop)",
-    }[status]
+        return t("status.queued", locale, ahead=ahead) if ahead else t("status.next_up", locale)
+    key = _STATUS_KEYS[status]
+    return t(key, locale, detail=detail) if "{detail}" in CATALOGUE[key][locale] else t(key, locale)
 
 
 def status_of(footer: str) -> Status | None:
-    """The status a footer shows (as ``footer_for`` wrote it), None if it is none of them."""
+    """The status a footer shows (as ``footer_for`` wrote it, in any locale), None if it is
+    none of them."""
     for status, start in _FOOTER_STARTS:
         if footer.startswith(start):
             return status
     return None
 
 
-# Each status by how its footer begins, the longest first ("⚠️ failed" before a refusal's "⚠️").
+# Each status by how its footer begins, in every locale, the longest first ("⚠️ failed"
+# before a refusal's "⚠️").
 _FOOTER_STARTS = sorted(
-    ((status, footer_for(status, "", 0).split(" ·")[0].rstrip(": ")) for status in Status),
+    dict.fromkeys(
+        (status, footer_for(status, "", 0, locale).split(" ·")[0].rstrip(": \uff1a").strip())
+        for locale in LOCALES
+        for status in Status
+    ),
     key=lambda entry: -len(entry[1]),
 )
 NOTICE_SEPARATOR = " · "
 
 
-def history_notice(sent: int | None, cut: bool, done: Done | None) -> str:
+def history_notice(sent: int | None, cut: bool, done: Done | None, locale: Locale = "en") -> str:
     """What the final footer adds when older messages of the conversation were left out, by
     the bot (``cut``: it sent ``sent`` turns) or by the engine (``done.history_dropped``)."""
     dropped = done.history_dropped if done is not None else 0
@@ -129,10 +148,10 @@ def history_notice(sent: int | None, cut: bool, done: Done | None) -> str:
         return ""
     used = sent - dropped if sent is not None else (done.history_used if done else 0)
     if used <= 0:
-        return "the earlier messages were not used"
+        return t("notice.no_history", locale)
     if used == 1:
-        return "only the last message was used"
-    return f"only the last {used} messages were used"
+        return t("notice.last_message", locale)
+    return t("notice.last_messages", locale, used=used)
 
 
 class Renderer:
@@ -145,8 +164,10 @@ class Renderer:
         max_chars: int,
         edit_interval_s: float,
         clock: Callable[[], float] = time.monotonic,
+        locale: Locale = "en",
     ) -> None:
         self.sink = sink
+        self.locale = locale
         self.max_chars = max_chars
         self.edit_interval_s = edit_interval_s
         self.clock = clock
@@ -188,7 +209,7 @@ class Renderer:
         """Follow the events to a final state and make the final edit."""
         sent = len(session.request.history) if session.request is not None else None
         self._history = (sent, session.history_cut)
-        self.notice = history_notice(sent, session.history_cut, None)
+        self.notice = history_notice(sent, session.history_cut, None, self.locale)
         last_event_at = self.clock()
         while self.status not in FINAL_STATUSES:
             idle_left = session.timeout_s - (self.clock() - last_event_at)
@@ -220,7 +241,7 @@ class Renderer:
 
     async def _post_end_below(self) -> None:
         """Say how the answer ended in a message of its own, after the ones it has."""
-        end = MessageContent("", self.footer())
+        end = MessageContent("", self.footer(), self.status)
         try:
             self.handles.append(await self.sink.post(end, self.handles[-1]))
         except Exception as error:
@@ -255,7 +276,7 @@ class Renderer:
                     self.status = Status.GENERATING
             case Done(text=final_text):
                 self.text, self.status = final_text, Status.DONE
-                self.notice = history_notice(*self._history, item)
+                self.notice = history_notice(*self._history, item, self.locale)
             case Cancelled(text=final_text):
                 self.text, self.status = final_text or self.text, Status.STOPPED
             case Failed(reason=reason, text=final_text):
@@ -270,14 +291,12 @@ class Renderer:
     def contents(self) -> list[MessageContent]:
         """What each message should show now; the footer goes on the last one."""
         pieces = split_text(self.text, self.max_chars)
-        footer = self.footer()
-        return [MessageContent(piece) for piece in pieces[:-1]] + [
-            MessageContent(pieces[-1], footer)
-        ]
+        last = MessageContent(pieces[-1], self.footer(), self.status, self.ahead)
+        return [MessageContent(piece) for piece in pieces[:-1]] + [last]
 
     def footer(self) -> str:
         """The status line; a final one adds the notice, if there is one."""
-        footer = footer_for(self.status, self.detail, self.ahead)
+        footer = footer_for(self.status, self.detail, self.ahead, self.locale)
         if self.notice and self.status in FINAL_STATUSES:
             return footer + NOTICE_SEPARATOR + self.notice
         return footer

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from broker.protocol import Expired, ReplyEvent, Request
+from config.texts import Locale, t
 
 
 class ReplyTimeout(Exception):
@@ -53,6 +54,7 @@ class Session:
     queued_ahead: int = 0
     history_cut: bool = False  # older messages of its conversation were left out of the request
     engines: int | None = None  # consumers of the request queue when asked; 0: none running
+    locale: Locale = "en"  # of the bot's own texts for this exchange (the asker's)
     taken: bool = False  # an event came from the engine: it has the request
     created_at: float = field(default_factory=time.monotonic)
     items: asyncio.Queue[SessionItem] = field(default_factory=asyncio.Queue)
@@ -94,7 +96,7 @@ class Session:
             session_id=self.session_id,
             seq=0,
             context=self.request.context,
-            reason=f"no engine took it within its time to live ({ttl_s:g} s)",
+            reason=t("expired.no_engine", self.locale, ttl_s=f"{ttl_s:g}"),
         )
 
     async def __aiter__(self) -> AsyncIterator[SessionItem]:

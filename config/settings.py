@@ -121,6 +121,9 @@ class Settings(BaseSettings):
     scrape_timeout_s: float = Field(20.0, gt=0)
     scrape_user_agent: str = "ConciergeBot/0.1 (+self-hosted)"
     retrieval_passages: int = Field(4, ge=0, le=20)
+    # Votes on answers (👍/👎) and each answer's outcome and sources, kept apart from the
+    # knowledge base, which a rescrape replaces.
+    feedback_path: Path = Path("concierge-feedback.sqlite3")
 
     # --- bots ---
     bot_name: str = Field("", pattern=r"^[A-Za-z0-9_.-]{0,100}$")
@@ -133,6 +136,8 @@ class Settings(BaseSettings):
     history_max_messages: int = Field(12, ge=0, le=50)  # 0: every question stands alone
     history_max_chars: int = Field(4000, ge=1, le=8000)  # per turn; the protocol allows 8,000
     slack_thread_followups: bool = False  # a plain message in a thread the bot answered asks
+    # The language of the bots' own texts when the asker's is unknown or neither of these.
+    locale: Literal["en", "ja"] = "en"
     admin_user_ids: TextList = []
     admin_role_ids: TextList = []
     allowed_guild_ids: TextList = []
@@ -149,6 +154,11 @@ class Settings(BaseSettings):
     # the plain-HTTP listener stays off the network unless told (0.0.0.0 in a container).
     slack_http_host: str = "127.0.0.1"
     slack_api_url: str = "https://slack.com/api/"  # another for GovSlack or a local stand-in
+
+    # --- web console (concierge web; from concierge up when web_port is set) ---
+    web_port: int | None = Field(None, ge=0, le=65535)
+    web_host: str = "127.0.0.1"  # another address needs web_token
+    web_token: SecretStr | None = None  # every admin action needs it
 
     # --- logging ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"

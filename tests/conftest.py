@@ -76,6 +76,7 @@ def settings(tmp_path: Path) -> Settings:
         request_ttl_s=60,
         reply_timeout_s=60,
         kb_path=tmp_path / "empty-kb.sqlite3",
+        feedback_path=tmp_path / "feedback.sqlite3",
         metrics_port=0,  # no metrics server unless a test starts one
     )
 

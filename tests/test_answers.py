@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 
 import pytest
 
-from bots.answers import SHUTDOWN_USER, Answer, Answers
+from bots.answers import SHUTDOWN_USER, Answer, Answers, StopOutcome, warning
 from bots.ask import Ask
 from bots.client import ConciergeClient
 from bots.renderer import MessageContent, Status, split_text
@@ -22,6 +22,7 @@ from bots.session import Session
 from broker.amqp import Broker
 from broker.protocol import Cancelled, Done, Started, TokenEvent, new_session_id
 from config.settings import Settings
+from config.texts import t
 from engine.llm import Backend
 from tests.conftest import start_engine
 from tests.helpers import WireTap
@@ -246,6 +247,67 @@ async def test_an_admin_stops_anyones_answer_but_not_after_the_asker_did_meanwhi
         (other.session.session_id, ASKER),
     ]
     await answers.close(grace_s=0)
+
+
+async def test_a_stop_by_session_id_follows_the_same_rule_and_reaches_answers_not_shown_here(
+    client: ConciergeClient, tap: WireTap
+) -> None:
+    """A Stop button names the session (and its asker, for after a restart)."""
+    answers = answers_for(client)
+    stage = RecordingStage()
+    answers.start(Ask("Tell me a story.", ASKER, place=PLACE), stage, unsaid)
+    answer = await started(answers, stage)
+    session_id = answer.session.session_id
+    stranger = AdminCheck(False)
+
+    assert await answers.stop_session(session_id, "stranger", stranger) is StopOutcome.NOT_ALLOWED
+    assert await answers.stop_session(session_id, ASKER, stranger) is StopOutcome.STOPPED
+    assert await answers.stop_session(session_id, ASKER, stranger) is StopOutcome.ENDED
+    # Asked before a restart and not taken over: stopped by id, if the asker (or an admin) asks.
+    elsewhere = new_session_id()
+    unknown = await answers.stop_session(elsewhere, ASKER, stranger)
+    refused = await answers.stop_session(elsewhere, "stranger", stranger, asker=ASKER)
+    by_admin = await answers.stop_session(elsewhere, "admin", AdminCheck(True), asker=ASKER)
+
+    assert (unknown, refused, by_admin) == (
+        StopOutcome.ENDED,
+        StopOutcome.NOT_ALLOWED,
+        StopOutcome.STOPPED,
+    )
+    assert stranger.calls == 2  # the asker is never asked whether they are an admin
+    assert await cancels_until_marker(client, tap) == [(session_id, ASKER), (elsewhere, "admin")]
+    await answers.close(grace_s=0)
+
+
+async def test_an_askers_locale_sets_the_bots_texts_and_goes_with_the_request(
+    client: ConciergeClient, tap: WireTap
+) -> None:
+    answers = answers_for(client)
+    stage = RecordingStage()
+    answers.start(Ask("営業時間を教えて", ASKER, place=PLACE, locale="ja"), stage, unsaid)
+    await stage.until(lambda: stage.posted)
+    request = await tap.request_from(ASKER)
+
+    first = stage.shown[stage.posted[0]]
+    assert first.footer.startswith("⏳ 順番待ち") and first.status is Status.QUEUED
+    assert (stage.session_id, stage.locale) == (request.session_id, "ja")
+    assert request.locale == "ja" and request.context["locale"] == "ja"
+    await answers.close(grace_s=0)
+
+
+async def test_a_refusal_is_told_in_the_askers_locale(settings: Settings) -> None:
+    short = settings.model_copy(update={"max_question_chars": 10})
+    said: list[str] = []
+
+    async def say(text: str) -> None:
+        said.append(text)
+
+    async with ConciergeClient(short, "test") as client:
+        await answers_for(client).answer(
+            Ask("x" * 11, ASKER, place=PLACE, locale="ja"), RecordingStage(), say
+        )
+
+    assert said == [warning(t("refusal.too_long", "ja", length=11, limit=10), "ja")]
 
 
 # --- close ------------------------------------------------------------------------------------
