@@ -64,7 +64,8 @@ COPY --from=build /opt/venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \
     PYTHONDONTWRITEBYTECODE=1 \
-    CONCIERGE_KB_PATH=/data/concierge-kb.sqlite3
+    CONCIERGE_KB_PATH=/data/concierge-kb.sqlite3 \
+    CONCIERGE_FEEDBACK_PATH=/data/concierge-feedback.sqlite3
 
 WORKDIR /home/concierge
 USER ${UID}:${UID}

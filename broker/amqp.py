@@ -1,10 +1,11 @@
 """The one module that talks aio-pika: connection, topology, publishing and consuming.
 
 Channels by role:
-- ``confirm``: requests, cancels and dead letters; persistent and publisher-confirmed.
+- ``confirm``: requests, cancels, votes and dead letters; persistent and publisher-confirmed.
 - ``stream``: reply events; no confirms, so the engine never waits for the broker per token.
 - ``requests``: consumes the request queue with ``prefetch_count=1`` (one job at a time).
 - ``control``: consumes cancels, expired requests and replies, never behind a request.
+- ``feedback``: consumes votes, a few at a time (each waits for a disk write).
 
 Consumers get decoded protocol messages in an ``Envelope``, never an aio-pika message: a
 message that does not decode is dead-lettered here, on every queue, and its consumer never sees
@@ -44,15 +45,18 @@ from yarl import URL
 from broker.protocol import (
     CONTENT_TYPE,
     ERROR_HEADER,
+    FEEDBACK_QUEUE_MAX_LENGTH,
     REQUEST_ROUTING_KEY,
     TERMINAL_TYPES,
     Cancel,
+    Feedback,
     Names,
     ProtocolError,
     ReplyEvent,
     Request,
     decode_cancel,
     decode_event,
+    decode_feedback,
     decode_request,
     encode,
 )
@@ -64,6 +68,7 @@ M = TypeVar("M")
 
 DEAD_QUEUE_MAX_LENGTH = 10_000
 IDLE_QUEUE_EXPIRES_MS = 3_600_000  # a cancel queue nobody uses is dropped after an hour
+FEEDBACK_PREFETCH = 10  # votes in hand at once: each is stored before it is acknowledged
 
 
 class QueueFull(Exception):
@@ -126,6 +131,10 @@ def _event(incoming: AbstractIncomingMessage) -> ReplyEvent:
     return decode_event(incoming.body, incoming.content_type)
 
 
+def _feedback(incoming: AbstractIncomingMessage) -> Feedback:
+    return decode_feedback(incoming.body, incoming.content_type)
+
+
 def _outgoing(message: Request | Cancel, ttl_s: float) -> aio_pika.Message:
     """A bot-to-engine message with its protocol properties: persistent, typed, with a TTL."""
     return aio_pika.Message(
@@ -154,6 +163,7 @@ class Broker:
         self._reply_exchange: AbstractExchange | None = None  # on the channel without confirms
         self._request_consumer: tuple[AbstractQueue, str] | None = None
         self._reply_consumer: tuple[AbstractQueue, str] | None = None
+        self._feedback_consumer: tuple[AbstractQueue, str] | None = None
         self._request_queue: AbstractQueue | None = None
 
     async def connect(self) -> Broker:
@@ -204,11 +214,13 @@ class Broker:
         expired_x = await channel.declare_exchange(names.expired_exchange, fanout, durable=True)
         await channel.declare_exchange(names.reply_exchange, direct, durable=True)
         cancel_x = await channel.declare_exchange(names.cancel_exchange, fanout, durable=True)
+        feedback_x = await channel.declare_exchange(names.feedback_exchange, fanout, durable=True)
         assert self._stream is not None
         self._reply_exchange = await self._stream.get_exchange(names.reply_exchange, ensure=False)
         self._confirmed_exchanges = {
             names.request_exchange: request_x,
             names.cancel_exchange: cancel_x,
+            names.feedback_exchange: feedback_x,
         }
 
         requests = await self._declare_request_queue(channel)
@@ -219,6 +231,9 @@ class Broker:
         await channel.declare_queue(
             names.dead_queue, durable=True, arguments={"x-max-length": DEAD_QUEUE_MAX_LENGTH}
         )
+        # Declared by bots too: a vote given while no engine runs waits for one.
+        feedback = await self._declare_feedback_queue(channel)
+        await feedback.bind(feedback_x)
 
     async def _declare_request_queue(self, channel: AbstractRobustChannel) -> AbstractQueue:
         """Declared (not just looked up) on each channel that uses it, so that after a
@@ -231,6 +246,13 @@ class Broker:
                 "x-max-length": self.settings.request_queue_max_length,
                 "x-overflow": "reject-publish",
             },
+        )
+
+    async def _declare_feedback_queue(self, channel: AbstractRobustChannel) -> AbstractQueue:
+        return await channel.declare_queue(
+            self.names.feedback_queue,
+            durable=True,
+            arguments={"x-max-length": FEEDBACK_QUEUE_MAX_LENGTH},
         )
 
     # --- publishing ---------------------------------------------------------------------
@@ -246,6 +268,19 @@ class Broker:
     async def send_cancel(self, cancel: Cancel) -> None:
         """Publish a cancel on the cancel exchange, which no queued request can delay."""
         await self.publish(cancel, self.names.cancel_exchange, "", self.settings.request_ttl_s)
+
+    async def send_feedback(self, feedback: Feedback) -> None:
+        """Publish a vote, persistent and confirmed, for whichever engine takes it first; no
+        TTL (a vote keeps while no engine runs). Raises when the broker does not confirm it."""
+        message = aio_pika.Message(
+            encode(feedback),
+            content_type=CONTENT_TYPE,
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            message_id=feedback.session_id,
+            type=feedback.type,
+        )
+        exchange = self._confirmed_exchanges[self.names.feedback_exchange]
+        await self._publish(self._confirm, exchange, message, "")
 
     async def publish(
         self, message: Request | Cancel, exchange: str, routing_key: str, ttl_s: float
@@ -401,6 +436,21 @@ class Broker:
         await queue.bind(self.names.cancel_exchange)
         await queue.consume(self._opening(_cancel, handler))
 
+    async def consume_feedback(self, handler: Handler[Feedback]) -> None:
+        """Votes from the shared feedback queue (every engine may take them), a few at a time
+        on a channel of their own; the handler acknowledges each once it is stored."""
+        channel = await self._channel(publisher_confirms=False)
+        await channel.set_qos(prefetch_count=FEEDBACK_PREFETCH)
+        queue = await self._declare_feedback_queue(channel)
+        self._feedback_consumer = (queue, await queue.consume(self._opening(_feedback, handler)))
+
+    async def stop_feedback(self) -> None:
+        """Take no more votes (a graceful shutdown); those not taken stay in the queue."""
+        if self._feedback_consumer is not None:
+            queue, tag = self._feedback_consumer
+            self._feedback_consumer = None
+            await queue.cancel(tag)
+
     async def consume_expired(self, handler: Handler[Request]) -> None:
         """Requests whose TTL ran out in the queue, so the engine can tell their askers."""
         assert self._control is not None
@@ -444,13 +494,15 @@ class Broker:
         """Remove the shared queues and exchanges of this prefix (tests and uninstall)."""
         assert self._confirm is not None
         names = self.names
-        for queue in (names.request_queue, names.expired_queue, names.dead_queue):
+        queues = (names.request_queue, names.expired_queue, names.dead_queue, names.feedback_queue)
+        for queue in queues:
             await self._confirm.queue_delete(queue)
         for exchange in (
             names.request_exchange,
             names.expired_exchange,
             names.reply_exchange,
             names.cancel_exchange,
+            names.feedback_exchange,
         ):
             await self._confirm.exchange_delete(exchange)
 

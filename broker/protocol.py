@@ -1,4 +1,4 @@
-"""The wire protocol, version 3: every name, property and message that crosses RabbitMQ.
+"""The wire protocol, version 4: every name, property and message that crosses RabbitMQ.
 
 This module and ``docs/protocol.md`` are the contract; a client in another language needs
 only that document. Messages are JSON objects (``content_type: application/json``, UTF-8)
@@ -14,15 +14,20 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from config.texts import Locale
+
 # 2: requests carry a context, echoed in events; token events batch.
 # 3: requests carry a conversation's history; ``done`` says how the answer finished, which
 #    sources it used, how much history it used, and a rescrape's pages not read.
-PROTOCOL_VERSION: Final = 3
+# 4: requests carry the asker's locale (the language of the engine's own texts); votes on
+#    answers (``feedback``) go to the engine on a queue of their own.
+PROTOCOL_VERSION: Final = 4
 CONTENT_TYPE = "application/json"
 MAX_BODY_BYTES = 64 * 1024
 MAX_QUESTION_CHARS = 16_000
 
 REQUEST_ROUTING_KEY = "request"
+FEEDBACK_QUEUE_MAX_LENGTH = 100_000  # votes waiting for an engine; the oldest go first
 ERROR_HEADER = "x-concierge-error"
 
 SessionId = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{8,64}$")]
@@ -81,11 +86,19 @@ class Names:
     def cancel_queue(self, engine_name: str) -> str:
         return f"{self.prefix}.cancel.{engine_name}"
 
+    @property
+    def feedback_exchange(self) -> str:
+        return f"{self.prefix}.feedback"
+
+    @property
+    def feedback_queue(self) -> str:
+        return f"{self.prefix}.feedback"
+
 
 class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    v: Literal[3] = PROTOCOL_VERSION
+    v: Literal[4] = PROTOCOL_VERSION
 
 
 class HistoryTurn(BaseModel):
@@ -116,6 +129,10 @@ class Request(_Message):
     context: Context = {}
     # The conversation so far, oldest first; the question itself is not part of it.
     history: tuple[HistoryTurn, ...] = Field((), max_length=MAX_HISTORY_TURNS)
+    # The language of what the engine writes itself (a rescrape's progress, why a request
+    # failed or expired); None: the engine's CONCIERGE_LOCALE. An answer's own sentences
+    # ("not on the site", the quote) follow the question's language.
+    locale: Locale | None = None
 
 
 class Cancel(_Message):
@@ -125,6 +142,18 @@ class Cancel(_Message):
     session_id: SessionId
     sent_at: float
     user_id: str = Field("", max_length=200)
+
+
+class Feedback(_Message):
+    """User → engine: a vote on the answer ``session_id``; one per person (``user_id``),
+    changed by the next, withdrawn by ``none``."""
+
+    type: Literal["feedback"] = "feedback"
+    session_id: SessionId
+    user_id: str = Field(min_length=1, max_length=200)
+    vote: Literal["up", "down", "none"]
+    platform: str = Field(max_length=32)
+    sent_at: float
 
 
 class _Event(_Message):
@@ -251,6 +280,14 @@ def decode_cancel(body: bytes, content_type: str | None = CONTENT_TYPE) -> Cance
         raise ProtocolError(f"invalid cancel: {_first_error(error)}") from None
 
 
+def decode_feedback(body: bytes, content_type: str | None = CONTENT_TYPE) -> Feedback:
+    _check_envelope(body, content_type)
+    try:
+        return Feedback.model_validate_json(body)
+    except ValidationError as error:
+        raise ProtocolError(f"invalid feedback: {_first_error(error)}") from None
+
+
 def decode_event(body: bytes, content_type: str | None = CONTENT_TYPE) -> ReplyEvent:
     _check_envelope(body, content_type)
     try:
@@ -270,6 +307,7 @@ def make_request(
     session_id: str | None = None,
     context: dict[str, str] | None = None,
     history: tuple[HistoryTurn, ...] = (),
+    locale: Locale | None = None,
 ) -> Request:
     """A request stamped now, whose deadline is ``ttl_s`` from now (its AMQP TTL too)."""
     now = time.time()
@@ -284,4 +322,5 @@ def make_request(
         platform=platform,
         context=context or {},
         history=history,
+        locale=locale,
     )

@@ -2,7 +2,9 @@
 
 They read the knowledge base file directly (read-only), so they work with the engine stopped.
 ``CONCIERGE_KB_PATH`` is relative to the current directory by default: the path shown is the
-absolute one, and a missing file is said to be missing rather than shown as empty.
+absolute one, and a missing file is said to be missing rather than shown as empty. ``stats``
+also reads the feedback database (``CONCIERGE_FEEDBACK_PATH``, read-only, never created here):
+the articles whose answers got the most 👎, so an admin sees which pages produce bad answers.
 """
 
 from __future__ import annotations
@@ -10,22 +12,49 @@ from __future__ import annotations
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from config.settings import Settings
+from engine.feedback_store import FeedbackReport, read_report
 from engine.knowledge import KnowledgeBase
 
 NOT_FOUND_HINT = "run this where the engine runs, or build it with 'concierge rescrape'"
 EXCERPT_CHARS = 300
+MOST_DOWNVOTED_SHOWN = 10
 
 
 def kb_stats(settings: Settings) -> int:
     console = Console(soft_wrap=True)
     path = _existing(settings, console)
-    if path is None:
-        return 1
-    console.print(f"[bold]{path}[/]: {KnowledgeBase(path).stats().text}")
-    return 0
+    if path is not None:
+        console.print(f"[bold]{escape(str(path))}[/]: {KnowledgeBase(path).stats().text}")
+    feedback_path = settings.feedback_path.resolve()
+    report = read_report(feedback_path, MOST_DOWNVOTED_SHOWN)
+    _print_votes(console, feedback_path, report, KnowledgeBase(settings.kb_path.resolve()))
+    return 0 if path is not None else 1
+
+
+def _print_votes(
+    console: Console, path: Path, report: FeedbackReport | None, kb: KnowledgeBase
+) -> None:
+    """The most 👎 articles, or plainly why there are none to show."""
+    where = escape(f"in {path} (CONCIERGE_FEEDBACK_PATH)")
+    if report is None or not report.votes:
+        console.print(f"feedback: no votes yet {where}")
+        return
+    votes = f"{report.votes} vote{'s' * (report.votes != 1)}"
+    if not report.most_downvoted:
+        console.print(f"feedback: {votes} {where}, and no 👎 on an article an answer cited")
+        return
+    console.print(f"feedback: {votes} {where}; the articles with the most 👎:")
+    titles = kb.titles([article.url for article in report.most_downvoted])
+    table = Table("article", "👎", "👍", "answers\nciting it")
+    for article in report.most_downvoted:
+        title = titles.get(article.url)
+        shown = f"{escape(title)}\n{escape(article.url)}" if title else escape(article.url)
+        table.add_row(shown, str(article.down), str(article.up), str(article.answers))
+    console.print(table)
 
 
 def kb_search(settings: Settings, words: str, limit: int = 5) -> int:

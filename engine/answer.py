@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from broker.protocol import Request
 from config.settings import Settings
+from config.texts import Locale
 from engine.cancelled import CancelledSessions
 from engine.ending import ending_event
 from engine.generation import Generation, run_token_loop
@@ -45,7 +46,7 @@ class AnswerJob:
         self.limits = generation_limits(settings)
         self._current: Generation | None = None
 
-    def refusal(self) -> str | None:
+    def refusal(self, locale: Locale) -> str | None:
         return None  # the model takes any question the worker lets through
 
     def abandon(self) -> None:
@@ -67,7 +68,8 @@ class AnswerJob:
         except Exception as error:
             log.exception("generation failed")
             await relay.close()
-            await replies.failed(f"generation failed: {error}", text=generation.text)
+            reason = replies.text("engine.generation_failed", error=error)
+            await replies.failed(reason, text=generation.text)
             return True
         await relay.close()
         if generation.finished_naturally:  # why it was cut, if it was; the quote and source
@@ -88,6 +90,7 @@ class AnswerJob:
                 time_limit_s=limit_s,
                 history=prompt.history,
                 grounding=prompt.grounding,
+                locale=replies.locale,
             )
         )
         return not generation.abandoned

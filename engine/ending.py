@@ -4,10 +4,11 @@ generation, so every way of ending is tested without a model or a broker."""
 from __future__ import annotations
 
 from broker.protocol import Cancelled, Done, Failed
+from config.texts import Locale, t
 from engine.generation import Generation
 from engine.grounding import Grounding
 from engine.history import NO_HISTORY, FittedHistory
-from engine.replies import INTERRUPTED, EventHeader
+from engine.replies import EventHeader
 
 
 def ending_event(
@@ -18,16 +19,18 @@ def ending_event(
     time_limit_s: float,
     history: FittedHistory = NO_HISTORY,
     grounding: Grounding | None = None,
+    locale: Locale = "en",
 ) -> Done | Cancelled | Failed:
     """The terminal event of a generation that has stopped.
 
     ``cancel_received_at`` is when the engine took the session's cancel (``time.monotonic()``),
     if it did; ``time_limit_s`` is the limit a generation stopped by its time limit ran into;
-    ``grounding``, what the answer stood on (its sources, or none: not on the site).
+    ``grounding``, what the answer stood on (its sources, or none: not on the site);
+    ``locale``, the language of a failure's reason (the asker's).
     """
     text, tokens = generation.text, generation.tokens
     if generation.abandoned:  # the engine is shutting down
-        return Failed(**header, reason=INTERRUPTED, text=text)
+        return Failed(**header, reason=t("engine.interrupted", locale), text=text)
     if generation.stopped_by_cancel:
         return Cancelled(
             **header,
@@ -37,7 +40,8 @@ def ending_event(
             stop_latency_s=_stop_latency_s(generation, cancel_received_at),
         )
     if generation.stopped_by_time_limit:
-        return Failed(**header, reason=f"time limit of {time_limit_s:g} s reached", text=text)
+        reason = t("engine.time_limit", locale, limit_s=f"{time_limit_s:g}")
+        return Failed(**header, reason=reason, text=text)
     return _done(generation, header, history, grounding)
 
 

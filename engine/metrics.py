@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from broker.protocol import Cancelled, Done, Expired, Failed, Started
 from config.settings import ConfigError
+from engine.feedback_store import UNKNOWN, VoteTotals
 from engine.health import KnowledgeReport, Running, running_report
 
 if TYPE_CHECKING:
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OUTCOMES = ("done", "cancelled", "failed", "expired")
+VOTES = ("up", "down")
 QUEUE_WAIT_BUCKETS_S = (0.05, 0.25, 1, 5, 15, 30, 60, 120, 300, 600)
 TTFT_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30)
 TOKENS_PER_S_BUCKETS = (1, 2, 5, 10, 20, 35, 50, 75, 100, 200, 500)
@@ -125,6 +127,20 @@ class EngineMetrics:
         self.model_up = Gauge(
             "concierge_model_loaded", "1 once the model is loaded.", registry=registry
         )
+        self.feedback_votes = Gauge(
+            "concierge_feedback_votes",
+            "Votes on answers now in the feedback database, by vote (up, down) and by how the "
+            "answer ended (done, cancelled, failed, expired; unknown: not in the database).",
+            ["vote", "outcome"],
+            registry=registry,
+        )
+        self.feedback_article_votes = Gauge(
+            "concierge_feedback_article_votes",
+            "Votes now on the answers that cited each article, by article URL and vote.",
+            ["article", "vote"],
+            registry=registry,
+        )
+        self.show_votes(VoteTotals({}, {}))
 
     # --- what the worker calls -----------------------------------------------------------
 
@@ -152,6 +168,16 @@ class EngineMetrics:
                 self._count("failed")
             case Expired():
                 self._count("expired")
+
+    def show_votes(self, totals: VoteTotals) -> None:
+        """Show the feedback database's vote totals (read again after each vote): every vote
+        and outcome, 0 when none; an article only while it has votes."""
+        every = {(vote, outcome) for vote in VOTES for outcome in (*OUTCOMES, UNKNOWN)}
+        for vote, outcome in every | totals.by_outcome.keys():
+            self.feedback_votes.labels(vote, outcome).set(totals.by_outcome.get((vote, outcome), 0))
+        self.feedback_article_votes.clear()
+        for (article, vote), count in totals.by_article.items():
+            self.feedback_article_votes.labels(article, vote).set(count)
 
     def _count(self, outcome: str) -> None:
         self.requests.labels(outcome).inc()

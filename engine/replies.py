@@ -20,12 +20,14 @@ from broker.protocol import (
     Started,
     TokenEvent,
 )
+from config.texts import Locale, t
 
 log = logging.getLogger(__name__)
 
-# Why a job ended early, as its asker reads it (``STOPPED_BY_USER`` becomes a Cancelled event).
-INTERRUPTED = "interrupted: the engine stopped while answering; please ask again"
-RESTARTED = "the engine restarted before answering; please ask again"
+# Why a job ended early, in English (``Replies.locale`` says which language its asker reads);
+# ``STOPPED_BY_USER`` is no text: it becomes a Cancelled event.
+INTERRUPTED = t("engine.interrupted", "en")
+RESTARTED = t("engine.restarted", "en")
 STOPPED_BY_USER = "stopped"
 
 
@@ -40,9 +42,10 @@ class EventHeader(TypedDict):
 class Replies:
     """The reply stream of one request: numbers every event and routes it to the asker.
 
-    One method per event type, so each field is checked where the event is made; a terminal
-    event built elsewhere (``engine.ending``, ``engine.rescrape_job``) takes its ``header()`` and
-    goes out by ``send``.
+    One method per event type, so each field is checked where the event is made; ``text`` puts
+    a catalogue text in the asker's ``locale``; a terminal event built elsewhere
+    (``engine.ending``, ``engine.rescrape_job``) takes its ``header()`` and goes out by
+    ``send``.
     """
 
     def __init__(
@@ -50,9 +53,14 @@ class Replies:
         broker: Broker,
         request: Request,
         on_event: Callable[[ReplyEvent], None] | None = None,
+        *,
+        default_locale: Locale = "en",
     ) -> None:
         self.broker = broker
-        self.on_event = on_event  # the engine's metrics: sees every event sent
+        self.on_event = on_event  # the engine's metrics and records: see every event sent
+        # The language of the engine's own texts to this asker (progress, reasons): the
+        # request's, else the engine's CONCIERGE_LOCALE.
+        self.locale: Locale = request.locale or default_locale
         self.session_id = request.session_id
         self.reply_to = request.reply_to
         self.context = request.context  # echoed in every event, for a bot that restarted
@@ -64,6 +72,10 @@ class Replies:
         header = EventHeader(session_id=self.session_id, seq=self._seq, context=self.context)
         self._seq += 1
         return header
+
+    def text(self, key: str, /, **fields: object) -> str:
+        """The catalogue's text ``key`` in this asker's locale."""
+        return t(key, self.locale, **fields)
 
     async def started(self, waited_s: float) -> None:
         await self.send(Started(**self.header(), waited_s=waited_s))

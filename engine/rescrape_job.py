@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from broker.protocol import MAX_BODY_BYTES, MAX_FAILURES_LISTED, Done, PageNotRead, Request, encode
 from config.settings import Settings
+from config.texts import Locale, t
 from engine.cancelled import CancelledSessions
 from engine.health import Running
 from engine.knowledge import (
@@ -22,12 +23,12 @@ from engine.knowledge import (
     failures_summary,
     rescrape,
 )
-from engine.replies import INTERRUPTED, STOPPED_BY_USER, EventHeader, Replies
+from engine.replies import STOPPED_BY_USER, EventHeader, Replies
 
 log = logging.getLogger(__name__)
 
-StopReason = Callable[[], str | None]  # why the job must stop now (STOPPED_BY_USER or a failure)
-KEPT = "the previous knowledge base is still in use."
+# Why the job must stop now: STOPPED_BY_USER, or a failure's reason in the asker's locale.
+StopReason = Callable[[], str | None]
 MAX_URL_CHARS, MAX_REASON_CHARS = 2000, 300  # what a PageNotRead may carry
 
 
@@ -43,16 +44,17 @@ class RescrapeJob:
         self._interrupted = False
         self.running: Running | None = None  # the rescrape in progress, for /healthz
 
-    def refusal(self) -> str | None:
+    def refusal(self, locale: Locale) -> str | None:
         if self._task is not None and not self._task.done():
-            return "a rescrape is already running"
+            return t("engine.rescrape.running", locale)
         return None
 
     async def run(self, request: Request, replies: Replies) -> bool:
         """Start the rebuild and return at once (without awaiting anything: the worker counts
         on it); it sends its own terminal event."""
         self.running = Running(request.session_id)
-        self._task = asyncio.create_task(self._rebuild(replies, self._stop_reason(request)))
+        stop_reason = self._stop_reason(request, replies.locale)
+        self._task = asyncio.create_task(self._rebuild(replies, stop_reason))
         return True
 
     def interrupt(self) -> None:
@@ -63,7 +65,7 @@ class RescrapeJob:
         if self._task is not None:
             await self._task
 
-    def _stop_reason(self, request: Request) -> StopReason:
+    def _stop_reason(self, request: Request, locale: Locale) -> StopReason:
         limit_s = self.settings.rescrape_time_limit_s
         deadline = time.monotonic() + limit_s
 
@@ -71,9 +73,9 @@ class RescrapeJob:
             if request.session_id in self.cancelled:
                 return STOPPED_BY_USER
             if self._interrupted:
-                return INTERRUPTED
+                return t("engine.interrupted", locale)
             if time.monotonic() > deadline:
-                return f"time limit of {limit_s:g} s reached"
+                return t("engine.time_limit", locale, limit_s=f"{limit_s:g}")
             return None
 
         return stop_reason
@@ -96,26 +98,33 @@ class RescrapeJob:
         except RescrapeStopped:
             reason = stop_reason() or STOPPED_BY_USER
             if reason == STOPPED_BY_USER:
-                await replies.cancelled(f"{progress.last_text}\nRescrape stopped; {KEPT}")
+                stopped = replies.text("engine.rescrape.stopped")
+                await replies.cancelled(f"{progress.last_text}\n{stopped}")
             else:
-                await replies.failed(f"{reason}; {KEPT}", text=progress.last_text)
+                ended = replies.text("engine.rescrape.ended", reason=reason)
+                await replies.failed(ended, text=progress.last_text)
         except RescrapeFailed as error:
             log.warning("rescrape failed: %s", error)
-            await replies.failed(f"rescrape failed: {error}", failures_summary(error.failures))
+            reason = replies.text("engine.rescrape.failed", error=error.text(replies.locale))
+            await replies.failed(reason, failures_summary(error.failures, locale=replies.locale))
         except Exception as error:  # a bug must end in a visible state, not in silence
             log.exception("rescrape failed")
-            await replies.failed(f"rescrape failed: {error}")
+            await replies.failed(replies.text("engine.rescrape.failed", error=error))
         else:
-            await replies.send(rescrape_done(replies.header(), result, time.monotonic() - started))
+            elapsed_s = time.monotonic() - started
+            await replies.send(rescrape_done(replies.header(), result, elapsed_s, replies.locale))
 
 
-def rescrape_done(header: EventHeader, result: ScrapeResult, elapsed_s: float) -> Done:
-    """The rescrape's own end: its summary, no tokens, and the first pages not read, as many
-    as a reply may carry (``MAX_FAILURES_LISTED``, and the body under ``MAX_BODY_BYTES``:
-    a bigger one would be refused by the asker's decoder, and the end lost)."""
+def rescrape_done(
+    header: EventHeader, result: ScrapeResult, elapsed_s: float, locale: Locale = "en"
+) -> Done:
+    """The rescrape's own end: its summary in ``locale``, no tokens, and the first pages not
+    read, as many as a reply may carry (``MAX_FAILURES_LISTED``, and the body under
+    ``MAX_BODY_BYTES``: a bigger one would be refused by the asker's decoder, and the end
+    lost)."""
     done = Done(
         **header,
-        text=result.text,
+        text=result.render(locale),
         tokens=0,
         ttft_s=None,
         tokens_per_s=None,
@@ -146,7 +155,8 @@ def _clip(text: str, limit: int) -> str:
 
 
 class ProgressRelay:
-    """Sends progress in order from a synchronous callback, without blocking the scraper."""
+    """Sends progress in order from a synchronous callback, without blocking the scraper; each
+    line in the asker's locale."""
 
     def __init__(self, replies: Replies) -> None:
         self.replies = replies
@@ -155,7 +165,7 @@ class ProgressRelay:
         self._pump = asyncio.create_task(self._send_all())
 
     def report(self, progress: ScrapeProgress) -> None:
-        self.last_text = progress.text
+        self.last_text = progress.render(self.replies.locale)
         self._updates.put_nowait(progress)
 
     async def __aenter__(self) -> ProgressRelay:
@@ -176,4 +186,4 @@ class ProgressRelay:
                 "skipped": progress.skipped,
                 "articles": progress.articles,
             }
-            await self.replies.progress(progress.text, counts)
+            await self.replies.progress(progress.render(self.replies.locale), counts)

@@ -1,9 +1,10 @@
 """The engine worker: takes requests one at a time, answers them, honours cancels at once.
 
-Three consumers: requests (``prefetch_count=1``), cancels (their own queue, never behind
-requests) and expired requests (dead-lettered by their TTL, so the asker can be told). Each
-request is a job of one kind, chosen once: an answer (``engine.answer``) or a rescrape
-(``engine.rescrape_job``).
+Four consumers: requests (``prefetch_count=1``), cancels (their own queue, never behind
+requests), expired requests (dead-lettered by their TTL, so the asker can be told) and votes
+(``engine.feedback``, which also records how each answer ended). Each request is a job of one
+kind, chosen once: an answer (``engine.answer``) or a rescrape (``engine.rescrape_job``).
+What the engine writes to an asker itself comes in the asker's locale (``Replies.text``).
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ import time
 from typing import Protocol
 
 from broker.amqp import Broker, Envelope
-from broker.protocol import Cancel, Request
+from broker.protocol import Cancel, ReplyEvent, Request
 from config.logging import session_context
 from config.settings import Settings
+from config.texts import Locale
 from engine.answer import AnswerJob
 from engine.cancelled import CancelledSessions
+from engine.feedback import FeedbackRecorder
 from engine.health import Running
 from engine.llm import Backend
 from engine.metrics import EngineMetrics
-from engine.replies import INTERRUPTED, RESTARTED, Replies
+from engine.replies import Replies
 from engine.rescrape_job import RescrapeJob
 
 log = logging.getLogger(__name__)
@@ -36,8 +39,8 @@ class Job(Protocol):
         """Acknowledged when it starts, not when it ends (a job that may run for long)."""
         ...
 
-    def refusal(self) -> str | None:
-        """Why a job of this kind cannot start now, if it cannot."""
+    def refusal(self, locale: Locale) -> str | None:
+        """Why a job of this kind cannot start now (in ``locale``), if it cannot."""
         ...
 
     async def run(self, request: Request, replies: Replies) -> bool:
@@ -64,6 +67,7 @@ class Worker:
         )
         self.answers = AnswerJob(settings, backend, self.cancelled, broker.reply_queue_exists)
         self.rescrapes = RescrapeJob(settings, self.cancelled)
+        self.feedback = FeedbackRecorder(settings.feedback_path, self.metrics)
         self.answering: Running | None = None  # the answer being generated now
         self.metrics.watch_jobs(lambda: self.answering, lambda: self.rescrapes.running)
         self._idle = asyncio.Event()
@@ -76,8 +80,14 @@ class Worker:
         return self.rescrapes if request.type == "rescrape" else self.answers
 
     def _replies(self, request: Request) -> Replies:
-        """The reply stream of ``request``; every event sent is also recorded in the metrics."""
-        return Replies(self.broker, request, self.metrics.record)
+        """The reply stream of ``request``; every event sent is also counted in the metrics,
+        and an answer's end recorded for feedback."""
+
+        def on_event(event: ReplyEvent) -> None:
+            self.metrics.record(event)
+            self.feedback.answer_ended(request, event)
+
+        return Replies(self.broker, request, on_event, default_locale=self.settings.locale)
 
     async def purge_stale(self) -> int:
         """Empty the request queue, telling each waiting asker; ``main()`` calls this once."""
@@ -87,14 +97,17 @@ class Worker:
             if isinstance(envelope.message, Request):
                 request = envelope.message
                 with session_context(request.session_id):
-                    reason = INTERRUPTED if envelope.redelivered else RESTARTED
-                    await self._replies(request).failed(reason)
+                    replies = self._replies(request)
+                    reason = "engine.interrupted" if envelope.redelivered else "engine.restarted"
+                    await replies.failed(replies.text(reason))
             await envelope.ack()
         return purged
 
     async def start(self) -> None:
+        await self.feedback.show_totals()
         await self.broker.consume_cancels(self.settings.engine_name, self.on_cancel)
         await self.broker.consume_expired(self.on_expired)
+        await self.broker.consume_feedback(self.feedback.on_feedback)
         await self.broker.consume_requests(self.on_request)
 
     async def wait_idle(self) -> None:
@@ -104,8 +117,10 @@ class Worker:
     async def stop(self, grace_s: float) -> None:
         """Take no more requests; let the current answer finish, or stop it after ``grace_s``.
 
-        A running rescrape is stopped at once (the old knowledge base stays)."""
+        A running rescrape is stopped at once (the old knowledge base stays). Votes not yet
+        taken stay in their queue; what was handed to the feedback database is written."""
         await self.broker.pause_requests()
+        await self.broker.stop_feedback()
         self.rescrapes.interrupt()
         try:
             await asyncio.wait_for(self._idle.wait(), grace_s)
@@ -113,6 +128,7 @@ class Worker:
             self.answers.abandon()
             await self._idle.wait()
         await self.rescrapes.wait()
+        await self.feedback.close()
 
     # --- consumers ----------------------------------------------------------------------
 
@@ -130,8 +146,8 @@ class Worker:
         with session_context(request.session_id):
             log.info("expired in the queue")
             waited = int(time.time() - request.sent_at)
-            reason = f"waited {waited} s in the queue, past its time to live"
-            await self._replies(request).expired(reason)
+            replies = self._replies(request)
+            await replies.expired(replies.text("engine.expired_in_queue", waited=waited))
         await envelope.ack()
 
     async def on_request(self, envelope: Envelope[Request | Cancel]) -> None:
@@ -153,7 +169,7 @@ class Worker:
             finished = await self._serve(job, request, replies, envelope.redelivered)
         except Exception as error:  # a bug must end in a visible state, not in silence
             log.exception("request failed")
-            await replies.failed(f"engine error: {error}")
+            await replies.failed(replies.text("engine.error", error=error))
             finished = True
         finally:
             self._idle.set()
@@ -178,18 +194,20 @@ class Worker:
         self, job: Job, request: Request, replies: Replies, redelivered: bool
     ) -> bool:
         """Send the terminal event of a request that must not start; True if it was one."""
-        limit = self.settings.max_question_chars
+        limit, length = self.settings.max_question_chars, len(request.question)
         if redelivered:
-            await replies.failed(INTERRUPTED)
-        elif (reason := job.refusal()) is not None:
+            await replies.failed(replies.text("engine.interrupted"))
+        elif (reason := job.refusal(replies.locale)) is not None:
             await replies.failed(reason)
         elif request.session_id in self.cancelled:
             await replies.cancelled()
         elif time.time() > request.deadline:
             waited = int(time.time() - request.sent_at)
-            await replies.expired(f"waited {waited} s, past its deadline")
-        elif len(request.question) > limit:
-            await replies.failed(f"question too long: {len(request.question)} > {limit}")
+            await replies.expired(replies.text("engine.past_deadline", waited=waited))
+        elif length > limit:
+            await replies.failed(
+                replies.text("engine.question_too_long", length=length, limit=limit)
+            )
         elif not await self.broker.reply_queue_exists(request.reply_to):
             log.info("not answered: the asker is gone (its reply queue no longer exists)")
         else:

@@ -17,6 +17,7 @@ from broker.protocol import (
     REQUEST_ROUTING_KEY,
     Cancel,
     Done,
+    Feedback,
     ReplyEvent,
     Request,
     encode,
@@ -183,3 +184,31 @@ async def test_each_test_has_topology_of_its_own_and_it_is_deleted(
         await delete_test_topology(neighbour, other)
     names = [f"{other.prefix}.request", f"{other.prefix}.dead", f"{other.prefix}.expired"]
     assert {peek.state for peek in await peek_queues(other, names)} == {"missing"}
+
+
+async def test_a_vote_waits_for_an_engine_and_garbage_beside_it_is_dead_lettered(
+    broker: Broker, channel: AbstractChannel
+) -> None:
+    handed: Inbox = Inbox()
+
+    async def on_feedback(envelope: Envelope[Feedback]) -> None:
+        await handed.items.put(envelope.message)
+        await envelope.ack()
+
+    dead = await dead_letters(channel, broker)
+    vote = Feedback(
+        session_id="abcdef123456", user_id="U1", vote="down", platform="slack", sent_at=1.0
+    )
+    await broker.send_feedback(vote)  # no engine yet: the queue every process declares keeps it
+    exchange = broker.names.feedback_exchange
+    wrong = encode(vote).replace(b'"down"', b'"sideways"')
+    await publish_raw(channel, exchange, "", wrong, "application/json")
+    withdrawn = vote.model_copy(update={"vote": "none"})
+    await broker.send_feedback(withdrawn)
+    await broker.consume_feedback(on_feedback)
+
+    assert [await handed.take(), await handed.take()] == [vote, withdrawn]
+    parked = await dead.take()
+    await broker.stop_feedback()
+    assert reason_of(parked).startswith("invalid feedback: vote: Input should be")
+    assert handed.items.empty()

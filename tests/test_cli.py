@@ -10,6 +10,7 @@ import signal
 import socket
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 
@@ -17,9 +18,13 @@ import pytest
 from yarl import URL
 
 from broker.amqp import Broker
+from cli.kb import kb_stats
 from config.settings import ConfigError, Settings
+from engine.feedback_store import AnswerRecord, FeedbackStore, Vote
+from engine.knowledge.builder import build_kb
 from engine.llm import Backend
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
+from tests.test_grounded import site_articles
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,6 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def cli_env(settings: Settings, **extra: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("CONCIERGE_")}
     env.update(CONCIERGE_PREFIX=settings.prefix, CONCIERGE_KB_PATH=str(settings.kb_path))
+    env["CONCIERGE_FEEDBACK_PATH"] = str(settings.feedback_path)
     env["CONCIERGE_METRICS_PORT"] = "0"  # engines started here must not clash over a port
     env["COLUMNS"] = "250"  # rich wraps tables to the terminal width
     env.update(extra)
@@ -317,6 +323,55 @@ async def test_an_invalid_list_setting_is_one_line_naming_the_variable(settings:
     assert process.returncode == 78
     [line] = stderr.decode().splitlines()
     assert "CONCIERGE_ADMIN_USER_IDS" in line
+
+
+async def test_kb_stats_lists_the_articles_with_the_most_thumbs_down(
+    settings: Settings, tmp_path: Path
+) -> None:
+    articles = site_articles()
+    build_kb(settings.kb_path, settings.kb_path, articles, [], datetime.now(UTC))
+    ferry = next(article for article in articles if "ferry" in article.url)
+    unknown = "https://guide.example/articles/gone-since.html"  # cited, not in the knowledge base
+    feedback_path = tmp_path / "feedback.sqlite3"
+    store = FeedbackStore(feedback_path)
+    given: list[tuple[str, Vote]] = [(ferry.url, "down"), (ferry.url, "down"), (unknown, "up")]
+    for n, (cites, vote) in enumerate(given):
+        store.record_answer(AnswerRecord(f"answer-{n}", "done", (cites,), "slack", 1.0))
+        store.vote(f"answer-{n}", "u1", vote, "slack", 1.0)
+    store.vote("answer-1", "u2", "up", "slack", 1.0)
+    store.record_answer(AnswerRecord("answer-9", "done", (unknown,), "slack", 1.0))
+    store.vote("answer-9", "u1", "down", "slack", 1.0)
+    store.close()
+
+    voted = await concierge(
+        "kb", "stats", env=cli_env(settings, CONCIERGE_FEEDBACK_PATH=str(feedback_path))
+    )
+    voted_out, voted_err = await asyncio.wait_for(voted.communicate(), 30)
+
+    assert voted.returncode == 0, voted_err.decode()
+    lines = voted_out.decode().splitlines()
+    assert "5 votes" in lines[1] and "the articles with the most 👎" in lines[1]
+    rows = [line for line in lines if "│" in line]
+    cells = [[cell.strip() for cell in row.split("│")[1:-1]] for row in rows]
+    assert cells == [
+        [ferry.title, "2", "1", "2"],  # 2 answers cite it; one got 👎 and 👍 from two people
+        [ferry.url, "", "", ""],
+        [unknown, "1", "1", "2"],  # no title: not in the knowledge base
+    ]
+
+
+def test_kb_stats_says_plainly_when_there_are_no_votes_yet(
+    settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
+    missing = tmp_path / "no-feedback-yet.sqlite3"
+
+    assert kb_stats(settings.model_copy(update={"feedback_path": missing})) == 0
+
+    shown = capsys.readouterr().out
+    assert f"{len(site_articles())} articles" in shown
+    assert f"feedback: no votes yet in {missing}" in shown
+    assert not missing.exists()  # looking never makes the file
 
 
 EMPTY_LINES = {"CONCIERGE_THREADS": "", "CONCIERGE_MODEL_PATH": "", "CONCIERGE_DISCORD_TOKEN": ""}

@@ -437,3 +437,24 @@ async def test_a_rescrape_past_its_time_limit_fails_and_keeps_the_old_knowledge(
     assert isinstance(events[-1], Failed)
     assert events[-1].reason.startswith("time limit of 0.5 s reached")
     assert "still in use" in events[-1].reason
+
+
+async def test_the_engine_gives_its_reasons_in_the_askers_locale(
+    settings: Settings, broker: Broker, engine: RunningEngine, client: ConciergeClient
+) -> None:
+    limit = settings.max_question_chars
+    ends: list[ReplyEvent] = []
+    for locale in ("ja", None):  # None: the engine's CONCIERGE_LOCALE, English here
+        request = make_request(
+            reply_to=client.bot_id, user_id="u", question="y" * (limit + 1), ttl_s=30, locale=locale
+        )
+        session = Session.for_request(request, timeout_s=30)
+        client.sessions.add(session)
+        await broker.send_request(request)  # a client that skipped the bot's own length check
+        ends.append((await collect(session))[-1])
+
+    assert all(isinstance(end, Failed) for end in ends)
+    assert [end.reason for end in ends if isinstance(end, Failed)] == [
+        f"質問が長すぎます：{limit + 1} 文字（上限 {limit} 文字）",  # noqa: RUF001
+        f"question too long: {limit + 1} > {limit}",
+    ]

@@ -19,6 +19,8 @@ from bots.client import ConciergeClient
 from broker.amqp import Broker
 from broker.protocol import Done, FinishReason, ReplyEvent
 from config.settings import Settings
+from config.texts import t
+from config.texts.engine import TEXTS as ENGINE_TEXTS
 from engine.cancelled import CancelledSessions
 from engine.ending import ending_event
 from engine.generation import Generation, run_token_loop
@@ -139,11 +141,21 @@ async def test_the_empty_knowledge_base_note_is_plain_text_after_a_general_answe
     assert MARKDOWN_RE.search(NO_ARTICLES_MESSAGE) is None
 
 
-def test_every_note_of_the_engine_is_plain_text() -> None:
-    for wording in WORDING.values():
-        for note in (wording.not_on_site, wording.no_articles, wording.cut_repetition):
-            assert MARKDOWN_RE.search(note) is None, note
-        assert MARKDOWN_RE.search(wording.cut_length.format(max_tokens=512)) is None
+class _Filled(dict[str, str]):
+    def __missing__(self, key: str) -> str:
+        return "1"
+
+
+def test_every_text_of_the_engine_is_plain_text() -> None:
+    for key, texts in ENGINE_TEXTS.items():
+        for locale, text in texts.items():
+            filled = text.format_map(_Filled())
+            assert MARKDOWN_RE.search(filled) is None, (key, locale, filled)
+    for language, wording in WORDING.items():  # what the engine's answers read, from them
+        assert wording.not_on_site == t("engine.answer.not_on_site", language)
+        assert wording.cut_length.format(max_tokens=512) == t(
+            "engine.answer.cut_length", language, max_tokens=512
+        )
 
 
 # --- the token cap -------------------------------------------------------------------------

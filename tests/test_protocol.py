@@ -14,11 +14,13 @@ from broker.protocol import (
     MAX_HISTORY_TURNS,
     Cancel,
     Done,
+    Feedback,
     Names,
     ProtocolError,
     TokenEvent,
     decode_cancel,
     decode_event,
+    decode_feedback,
     decode_request,
     encode,
     make_request,
@@ -99,7 +101,7 @@ def test_unknown_fields_and_wrong_types_are_rejected() -> None:
 
 @given(st.binary(max_size=2000))
 def test_arbitrary_bytes_never_escape_as_anything_but_protocol_error(body: bytes) -> None:
-    for decode in (decode_request, decode_cancel, decode_event):
+    for decode in (decode_request, decode_cancel, decode_event, decode_feedback):
         try:
             decode(body)
         except ProtocolError:
@@ -118,6 +120,8 @@ def test_every_name_carries_the_prefix() -> None:
         names.cancel_exchange,
         names.reply_queue("bot"),
         names.cancel_queue("engine"),
+        names.feedback_exchange,
+        names.feedback_queue,
     ]
     assert all(name.startswith("p1.") for name in every)
 
@@ -177,6 +181,60 @@ def test_a_request_carries_its_history_and_refuses_a_bad_turn() -> None:
         decode_request(json.dumps({**VALID_REQUEST, "history": oversized}).encode())
 
 
-def test_a_version_2_message_is_refused_naming_the_version() -> None:
-    with pytest.raises(ProtocolError, match="v: Input should be 3"):
-        decode_request(json.dumps({**VALID_REQUEST, "v": 2}).encode())
+def test_a_version_3_message_is_refused_naming_the_version() -> None:
+    assert VALID_REQUEST["v"] == 4
+    for older in (2, 3):
+        with pytest.raises(ProtocolError, match=r"^invalid request: v: Input should be 4$"):
+            decode_request(json.dumps({**VALID_REQUEST, "v": older}).encode())
+    with pytest.raises(ProtocolError, match=r"^invalid feedback: v: Input should be 4$"):
+        decode_feedback(json.dumps({**VALID_FEEDBACK, "v": 3}).encode())
+
+
+def test_a_request_carries_the_askers_locale_or_none() -> None:
+    asked = make_request(reply_to="b", user_id="u", question="q", ttl_s=1, locale="ja")
+    assert decode_request(encode(asked)).locale == "ja"
+    assert VALID_REQUEST["locale"] is None  # the engine's CONCIERGE_LOCALE
+    without = {key: value for key, value in VALID_REQUEST.items() if key != "locale"}
+    assert decode_request(json.dumps(without).encode()).locale is None  # a version-4 default
+    for bad in ("fr", "ja-JP", "", 5):
+        with pytest.raises(ProtocolError, match=r"^invalid request: locale: "):
+            decode_request(json.dumps({**VALID_REQUEST, "locale": bad}).encode())
+
+
+VALID_FEEDBACK = json.loads(
+    encode(
+        Feedback(session_id="abcdef123456", user_id="U1", vote="up", platform="slack", sent_at=1.5)
+    )
+)
+
+
+@pytest.mark.parametrize("vote", ["up", "down", "none"])
+def test_feedback_round_trips(vote: str) -> None:
+    feedback = Feedback.model_validate({**VALID_FEEDBACK, "vote": vote})
+    assert decode_feedback(encode(feedback)) == feedback
+    assert json.loads(encode(feedback))["type"] == "feedback"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("vote", "maybe", "vote: Input should be 'up', 'down' or 'none'"),
+        ("user_id", "", "user_id: String should have at least 1 character"),
+        ("user_id", "u" * 201, "user_id: String should have at most 200 characters"),
+        ("platform", "p" * 33, "platform: String should have at most 32 characters"),
+        ("session_id", "../etc", "session_id: String should match pattern"),
+        ("type", "cancel", "type: Input should be 'feedback'"),
+        ("surprise", 1, "surprise: Extra inputs are not permitted"),
+    ],
+)
+def test_bad_feedback_is_refused_naming_the_field(field: str, value: object, reason: str) -> None:
+    with pytest.raises(ProtocolError) as error:
+        decode_feedback(json.dumps({**VALID_FEEDBACK, field: value}).encode())
+    assert error.value.reason.startswith(f"invalid feedback: {reason}")
+
+
+@pytest.mark.parametrize("missing", sorted(set(VALID_FEEDBACK) - {"v", "type"}))
+def test_feedback_without_a_field_is_refused(missing: str) -> None:
+    stripped = {key: value for key, value in VALID_FEEDBACK.items() if key != missing}
+    with pytest.raises(ProtocolError, match=rf"^invalid feedback: {missing}: Field required$"):
+        decode_feedback(json.dumps(stripped).encode())

@@ -1,6 +1,8 @@
 """The rescrape as the engine runs it: its done event lists the pages not read with their
 reasons, a failed one says which in its text, progress counts the articles, and ``/healthz``
-shows it while it runs. The real engine, broker and a local site (tests/site_fixture.py)."""
+shows it while it runs; asked in Japanese, it reports in Japanese. The real engine, broker and
+a local site (tests/site_fixture.py)."""
+# ruff: noqa: RUF001  # the Japanese texts use full-width brackets and colons
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 
 from bots.ask import Ask
 from bots.client import ConciergeClient
+from bots.session import Session
 from broker.amqp import Broker
 from broker.protocol import (
     MAX_BODY_BYTES,
@@ -25,8 +28,10 @@ from broker.protocol import (
     ReplyEvent,
     decode_event,
     encode,
+    make_request,
 )
 from config.settings import Settings
+from config.texts import Locale
 from engine.knowledge import PageFailure, ScrapeResult
 from engine.llm import Backend
 from engine.metrics import MetricsServer
@@ -54,11 +59,14 @@ async def engine_reading(broker: Broker) -> AsyncIterator[list[RunningEngine]]:
 
 
 async def rescrape_events(
-    settings: Settings, backend: Backend, started: list[RunningEngine]
+    settings: Settings,
+    backend: Backend,
+    started: list[RunningEngine],
+    locale: Locale | None = None,
 ) -> list[ReplyEvent]:
     started.append(await start_engine(settings, backend))
     async with ConciergeClient(settings, "test") as client:
-        return await collect(await client.ask(Ask("", "admin", "rescrape")))
+        return await collect(await client.ask(Ask("", "admin", "rescrape", locale=locale)))
 
 
 async def test_the_done_event_lists_each_page_not_read_with_its_reason(
@@ -109,6 +117,61 @@ async def test_a_failed_rescrape_names_the_pages_not_read_in_its_text(
         f"rescrape failed: no article could be read (1 failed, 0 skipped; first: {gone}: HTTP 404)"
     )
     assert failed.text == f"Not read:\n- {gone}: HTTP 404"
+
+
+async def test_a_rescrape_asked_in_japanese_reports_in_japanese(
+    site_settings: Settings,
+    site: FakeSite,
+    backend: Backend,
+    engine_reading: list[RunningEngine],
+) -> None:
+    settings = reading(site_settings, site, "/articles/widgets", "/articles/gone")
+
+    events = await rescrape_events(settings, backend, engine_reading, locale="ja")
+
+    progress = [event.text for event in events if isinstance(event, Progress)]
+    first_url = settings.site_urls[0]
+    assert progress[0] == f"再読み込み：{first_url} ほか 1 件 から記事を探しています…"
+    assert all(text.startswith("再読み込み：") for text in progress), progress
+    assert (
+        "再読み込み：記事 1 件を保存しています（取得 1、変更なし 0、失敗 1、スキップ 0）…"
+        in progress
+    )
+    done = events[-1]
+    assert isinstance(done, Done), done
+    lines = done.text.splitlines()
+    assert lines[0].startswith(
+        "再読み込み完了：ナレッジベースに記事 1 件（取得 1、変更なし 0、失敗 1、スキップ 0）、"
+    )
+    assert lines[1:] == ["読み込めなかったページ：", f"- {site.base}/articles/gone: HTTP 404"]
+
+
+async def test_a_failed_rescrape_asked_in_japanese_says_why_in_japanese(
+    site_settings: Settings,
+    site: FakeSite,
+    backend: Backend,
+    engine_reading: list[RunningEngine],
+) -> None:
+    gone = f"{site.base}/articles/gone"
+    settings = reading(site_settings, site, "/articles/gone")
+    engine_reading.append(await start_engine(settings.model_copy(update={"locale": "ja"}), backend))
+    async with ConciergeClient(settings, "test") as client:
+        request = make_request(
+            reply_to=client.bot_id, user_id="admin", question="", ttl_s=30, kind="rescrape"
+        )
+        assert request.locale is None  # the engine's CONCIERGE_LOCALE, here Japanese
+        session = Session.for_request(request, timeout_s=30)
+        client.sessions.add(session)
+        await client.broker.send_request(request)
+        events = await collect(session)
+
+    failed = events[-1]
+    assert isinstance(failed, Failed), failed
+    assert failed.reason == (
+        "再読み込みに失敗しました：読み込めた記事がありません"
+        f"（失敗 1、スキップ 0。最初：{gone}: HTTP 404）"
+    )
+    assert failed.text == f"読み込めなかったページ：\n- {gone}: HTTP 404"
 
 
 async def healthz(server: MetricsServer) -> dict[str, object]:

@@ -50,6 +50,7 @@ def bench_settings(settings: Settings, kb_dir: Path, **overrides: Any) -> Settin
         "engine_name": "bench-engine",
         "bot_name": "",  # one-off clients, however the user's bots are named
         "kb_path": kb_dir / "bench-kb.sqlite3",  # empty: prompts are the question alone
+        "feedback_path": kb_dir / "bench-feedback.sqlite3",  # not the real votes
         "temperature": 0.0,
         "seed": 7,
         "purge_on_start": False,  # the prefix is new; nothing to purge

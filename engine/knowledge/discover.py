@@ -103,7 +103,7 @@ async def _read_sitemap(fetcher: SiteFetcher, url: str, found: UrlList) -> list[
     try:
         await fetcher.read(url, reader)
     except ElementTree.ParseError as error:
-        raise RescrapeFailed(f"could not read {url} as a sitemap: {error}") from None
+        raise RescrapeFailed("engine.rescrape.not_a_sitemap", url=url, error=error) from None
     return reader.children
 
 
@@ -115,7 +115,7 @@ async def _read_feed(fetcher: SiteFetcher, url: str) -> list[str]:
     except FetchError as error:
         raise _unreadable(url, error) from None
     except ElementTree.ParseError as error:
-        raise RescrapeFailed(f"could not read {url} as XML: {error}") from None
+        raise RescrapeFailed("engine.rescrape.not_xml", url=url, error=error) from None
     return parse_feed(root, base_url=url)
 
 
@@ -136,7 +136,7 @@ def parse_feed(root: ElementTree.Element, base_url: str) -> list[str]:
 
 
 def _unreadable(url: str, error: FetchError) -> RescrapeFailed:
-    return RescrapeFailed(f"could not fetch {url}: {error.reason}")
+    return RescrapeFailed("engine.rescrape.not_fetched", url=url, error=error.reason)
 
 
 def _skip(url: str, reason: str) -> PageFailure:

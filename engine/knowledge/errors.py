@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from config.texts import Locale, t
+
 from .models import PageFailure
 
 
@@ -17,12 +19,19 @@ class RescrapeFailed(Exception):
     """Nothing usable came back (no source, no articles, a sitemap that failed).
 
     Raised instead of replacing a good knowledge base with an empty or partial one;
-    ``failures`` lists the pages that were tried and why each was not read.
+    ``failures`` lists the pages that were tried and why each was not read. The reason is the
+    catalogue's text ``key`` with its ``fields``: the exception reads in English, the asker
+    in their own locale (``text``).
     """
 
-    def __init__(self, message: str, failures: tuple[PageFailure, ...] = ()) -> None:
-        super().__init__(message)
+    def __init__(self, key: str, failures: tuple[PageFailure, ...] = (), **fields: object) -> None:
+        super().__init__(t(key, "en", **fields))
+        self.key = key
+        self.fields = fields
         self.failures = failures
+
+    def text(self, locale: Locale) -> str:
+        return t(self.key, locale, **self.fields)
 
 
 class FetchError(Exception):

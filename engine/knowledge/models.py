@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+from config.texts import Locale, t
+
 Phase = Literal["discovering", "fetching", "saving"]
 Outcome = Literal["fetched", "unchanged", "failed", "skipped"]
 Validators = tuple[str | None, str | None]  # (ETag, Last-Modified) of a stored article
@@ -49,14 +51,35 @@ class PageFailure:
         return f"{self.url}: {self.reason}"
 
 
-def failures_summary(failures: Sequence[PageFailure], shown: int = FAILURES_SHOWN) -> str:
-    """The first few pages not read, one a line, then how many more; "" when there are none."""
+def failures_summary(
+    failures: Sequence[PageFailure], shown: int = FAILURES_SHOWN, locale: Locale = "en"
+) -> str:
+    """The first few pages not read, one a line, then how many more; "" when there are none.
+    A page's reason stays as the fetch gave it (an HTTP status, a content type)."""
     if not failures:
         return ""
-    lines = ["Not read:", *(f"- {failure.text}" for failure in failures[:shown])]
+    heading = t("engine.rescrape.not_read", locale)
+    lines = [heading, *(f"- {failure.text}" for failure in failures[:shown])]
     if len(failures) > shown:
-        lines.append(f"…and {len(failures) - shown} more")
+        lines.append(t("engine.rescrape.not_read_more", locale, count=len(failures) - shown))
     return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class SiteName:
+    """What the engine reads, as named to the asker: its sitemap, its feed, or its first URL
+    and how many more."""
+
+    kind: Literal["sitemap", "feed", "urls"]
+    url: str
+    more: int = 0
+
+    def render(self, locale: Locale) -> str:
+        if self.kind == "urls":
+            if not self.more:
+                return self.url
+            return t("engine.rescrape.site_urls", locale, url=self.url, more=self.more)
+        return t(f"engine.rescrape.site_{self.kind}", locale, url=self.url)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,27 +93,27 @@ class ScrapeProgress:
     failed: int = 0
     skipped: int = 0
     articles: int = 0  # set when saving: the articles the new knowledge base will hold
-    site: str = ""  # what the engine reads (its sitemap, feed or first URL), named to the asker
+    site: SiteName | None = None  # what the engine reads, named to the asker
 
     @property
     def done(self) -> int:
         return self.fetched + self.unchanged + self.failed + self.skipped
 
     @property
-    def counts(self) -> str:
-        return (
-            f"{self.fetched} fetched, {self.unchanged} unchanged, "
-            f"{self.failed} failed, {self.skipped} skipped"
-        )
-
-    @property
     def text(self) -> str:
+        return self.render("en")
+
+    def render(self, locale: Locale) -> str:
+        """The progress line in ``locale``."""
         if self.phase == "discovering":
-            where = f" in {self.site}" if self.site else ""
-            return f"Rescrape: looking for articles{where}…"
+            if self.site is None:
+                return t("engine.rescrape.looking", locale)
+            return t("engine.rescrape.looking_in", locale, site=self.site.render(locale))
+        counts = page_counts(self.fetched, self.unchanged, self.failed, self.skipped, locale)
         if self.phase == "saving":
-            return f"Rescrape: saving {count_articles(self.articles)} ({self.counts})…"
-        return f"Rescrape: {self.done}/{self.found} pages ({self.counts})"
+            articles = count_articles(self.articles, locale)
+            return t("engine.rescrape.saving", locale, articles=articles, counts=counts)
+        return t("engine.rescrape.pages", locale, done=self.done, found=self.found, counts=counts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,24 +133,38 @@ class ScrapeResult:
 
     @property
     def text(self) -> str:
-        """The rescrape's own summary: articles in the new knowledge base, not pages or tokens."""
+        return self.render("en")
+
+    def render(self, locale: Locale) -> str:
+        """The rescrape's own summary in ``locale``: articles in the new knowledge base, not
+        pages or tokens."""
+        counts = page_counts(self.fetched, self.unchanged, self.failed, self.skipped, locale)
+        articles = count_articles(self.articles, locale)
+        elapsed_s = f"{self.elapsed_s:.1f}"
         lines = [
-            f"Rescrape done: {count_articles(self.articles)} in the knowledge base "
-            f"({self.fetched} fetched, {self.unchanged} unchanged, {self.failed} failed, "
-            f"{self.skipped} skipped) in {self.elapsed_s:.1f} s."
+            t("engine.rescrape.done", locale, articles=articles, counts=counts, elapsed_s=elapsed_s)
         ]
         if self.max_pages_reached is not None:
-            lines.append(
-                f"Stopped at {self.max_pages_reached} pages (CONCIERGE_SITE_MAX_PAGES): "
-                "the site lists more."
-            )
+            lines.append(t("engine.rescrape.capped", locale, max_pages=self.max_pages_reached))
         if self.failures:
-            lines.append(failures_summary(self.failures))
+            lines.append(failures_summary(self.failures, locale=locale))
         return "\n".join(lines)
 
 
-def count_articles(count: int) -> str:
-    return f"{count} article" if count == 1 else f"{count} articles"
+def count_articles(count: int, locale: Locale = "en") -> str:
+    key = "engine.rescrape.article" if count == 1 else "engine.rescrape.articles"
+    return t(key, locale, count=count)
+
+
+def page_counts(fetched: int, unchanged: int, failed: int, skipped: int, locale: Locale) -> str:
+    return t(
+        "engine.rescrape.counts",
+        locale,
+        fetched=fetched,
+        unchanged=unchanged,
+        failed=failed,
+        skipped=skipped,
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,16 +28,11 @@ from .errors import RescrapeFailed
 from .fetch import SiteFetcher
 from .gates import HostGates
 from .hosts import allowed_hosts
-from .models import PageFailure, ScrapeProgress, ScrapeResult
+from .models import PageFailure, ScrapeProgress, ScrapeResult, SiteName
 from .progress import ProgressReporter
 from .stopping import StopCheck, run_until_stopped
 
 T = TypeVar("T")
-NO_SITE = (
-    "no site configured on the engine: set CONCIERGE_SITE_SITEMAP_URL, CONCIERGE_SITE_FEED_URL "
-    "or CONCIERGE_SITE_URLS where the engine runs (the engine's settings count, not the asker's)"
-)
-NO_ARTICLES_LISTED = "the sitemap, feed and URL list name no articles"
 log = logging.getLogger(__name__)
 
 
@@ -62,7 +57,7 @@ async def rescrape(
         progress.flush()  # the last counts reach the asker, however the crawl ended
     failures = _in_order([*discovery.skipped, *crawled.failures])
     if not crawled.articles and not crawled.kept:
-        raise RescrapeFailed(_nothing_read(progress.current, failures), failures)
+        raise _nothing_read(progress.current, failures)
     progress.phase("saving", articles=len(crawled.articles) + len(crawled.kept))
     articles, passages = await _build_and_switch(settings.kb_path, crawled, stop)
     counts = progress.current
@@ -99,7 +94,7 @@ async def _crawl_site(
         )
         [found] = await run_until_stopped([discovery], stop)
         if not found.urls:
-            raise RescrapeFailed(NO_ARTICLES_LISTED, tuple(found.skipped))
+            raise RescrapeFailed("engine.rescrape.none_listed", tuple(found.skipped))
         if found.capped:
             log.warning("rescrape: the site lists more than %d pages", settings.site_max_pages)
         progress.phase("fetching", found=len(found.urls))
@@ -107,24 +102,23 @@ async def _crawl_site(
         return found, crawled
 
 
-def describe_site(settings: Settings) -> str:
+def describe_site(settings: Settings) -> SiteName | None:
     """The site as the asker reads it: the sitemap, else the feed, else the first URL (and how
-    many more); "" when none is configured (the rescrape then fails saying so)."""
+    many more); None when none is configured (the rescrape then fails saying so)."""
     if settings.site_sitemap_url:
-        return f"the sitemap {settings.site_sitemap_url}"
+        return SiteName("sitemap", settings.site_sitemap_url)
     if settings.site_feed_url:
-        return f"the feed {settings.site_feed_url}"
+        return SiteName("feed", settings.site_feed_url)
     if settings.site_urls:
-        more = len(settings.site_urls) - 1
-        return settings.site_urls[0] + (f" and {more} more" if more else "")
-    return ""
+        return SiteName("urls", settings.site_urls[0], len(settings.site_urls) - 1)
+    return None
 
 
 def _sources(settings: Settings) -> list[str]:
     sources = [settings.site_sitemap_url, settings.site_feed_url, *settings.site_urls]
     configured = [url for url in sources if url]
     if not configured:
-        raise RescrapeFailed(NO_SITE)
+        raise RescrapeFailed("engine.rescrape.no_site")
     return configured
 
 
@@ -133,9 +127,12 @@ def _in_order(failures: list[PageFailure]) -> tuple[PageFailure, ...]:
     return tuple(sorted(failures, key=lambda failure: failure.outcome != "failed"))
 
 
-def _nothing_read(counts: ScrapeProgress, failures: tuple[PageFailure, ...]) -> str:
-    first = f"; first: {failures[0].text}" if failures else ""
-    return f"no article could be read ({counts.failed} failed, {counts.skipped} skipped{first})"
+def _nothing_read(counts: ScrapeProgress, failures: tuple[PageFailure, ...]) -> RescrapeFailed:
+    tally = {"failed": counts.failed, "skipped": counts.skipped}
+    if not failures:
+        return RescrapeFailed("engine.rescrape.nothing_read", failures, **tally)
+    first = failures[0].text
+    return RescrapeFailed("engine.rescrape.nothing_read_first", failures, **tally, first=first)
 
 
 def _session(settings: Settings) -> aiohttp.ClientSession:

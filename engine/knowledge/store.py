@@ -11,15 +11,15 @@ from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 
+from config.texts import t
+
 from .models import KbStats, Passage
 from .query import Query, parse_query
 from .schema import BODY_WEIGHT, TITLE_WEIGHT, has_current_schema, open_readonly
 
-# After a general answer given before the first rescrape: it says the answer is not the site's.
-NO_ARTICLES_MESSAGE = (
-    "Not from the site: the knowledge base has no articles yet "
-    "(an admin can run a rescrape to read the site)."
-)
+# After a general answer given before the first rescrape: it says the answer is not the site's
+# (in English; engine/wording.py picks the question's language).
+NO_ARTICLES_MESSAGE = t("engine.answer.no_articles", "en")
 
 MATCH_SQL = f"""
 SELECT title, url, body, bm25(passages, {TITLE_WEIGHT}, {BODY_WEIGHT}) AS score
@@ -69,6 +69,17 @@ class KnowledgeBase:
             last_rescrape_at=datetime.fromisoformat(row[0]) if row else None,
             db_bytes=self.path.stat().st_size,
         )
+
+    def titles(self, urls: list[str]) -> dict[str, str]:
+        """The titles of the articles at ``urls`` that the knowledge base holds."""
+        if not urls or not self.path.exists():
+            return {}
+        with closing(open_readonly(self.path)) as conn:
+            if not has_current_schema(conn):
+                return {}
+            marks = ", ".join("?" * len(urls))
+            rows = conn.execute(f"SELECT url, title FROM articles WHERE url IN ({marks})", urls)
+            return {url: title for url, title in rows if title}
 
     def is_empty(self) -> bool:
         """True before the first rescrape: answer with ``NO_ARTICLES_MESSAGE``."""
