@@ -58,3 +58,15 @@ ensure_rabbitmq() {
     echo "RabbitMQ did not start within 60 s" >&2
     return 1
 }
+
+# The web console's browser tests drive Debian's Chromium through Playwright (no browser
+# download): installed here when missing and apt is available, else those tests skip, saying so.
+ensure_chromium() {
+    if command -v chromium >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>&1; then
+        return 0
+    fi
+    echo "installing Debian's chromium for the web console's browser tests" >&2
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } >/dev/null 2>&1; then
+        echo "could not install chromium; the browser tests will be skipped" >&2
+    fi
+}
