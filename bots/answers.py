@@ -63,9 +63,10 @@ class Stage(Protocol[K_co]):
     """
 
     # Set by ``Answers`` before the first post: each message posted, the exchange's session
-    # id (a persistent button names it) and the locale of the bot's own words.
+    # id and asker (a persistent Stop button names both) and the locale of the bot's words.
     on_post: Callable[[Any], None]
     session_id: str
+    asker: str
     locale: Locale
 
     @property
@@ -194,7 +195,8 @@ class Answers(Generic[K]):
         """The answer and its renderer; its question and each message posted find it."""
         answer = Answer(session)
         stage.on_post = lambda message: self._link(answer, stage.key(message))
-        stage.session_id, stage.locale = session.session_id, session.locale
+        stage.session_id, stage.asker = session.session_id, session.user_id
+        stage.locale = session.locale
         if stage.question is not None:
             self._link(answer, stage.key(stage.question))
         renderer = Renderer(

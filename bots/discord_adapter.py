@@ -1,8 +1,12 @@
 """The Discord adapter: mentions and DMs become questions, 🛑 stops an answer, /rescrape rebuilds.
 
 Only translation lives here: a Discord event becomes an ``Ask`` or a stop for the shared
-``Answers``, which shows each answer through a ``DiscordSink``. No privileged intent is needed:
-Discord sends a message's content to a bot mentioned in it, or messaged directly, anyway.
+``Answers``, which shows each answer through a ``DiscordSink``; the buttons under an answer
+(Stop, 👍 / 👎) are ``bots.discord_buttons``. No privileged intent is needed: Discord sends a
+message's content to a bot mentioned in it, or messaged directly, anyway.
+
+The bot's own words come in the asker's locale: an interaction's (a slash command, a click),
+else the guild's preferred locale (a mention carries no user locale), else ``CONCIERGE_LOCALE``.
 
 Rate limits are discord.py's job: it waits out a 429's Retry-After itself, up to
 ``MAX_RATELIMIT_WAIT_S``; a longer one raises, the Renderer logs it and edits again at its next
@@ -19,29 +23,21 @@ import discord
 from discord import app_commands
 from discord.abc import Messageable
 
-from bots.answers import NOT_ADMIN_TEXT, NOT_HERE_TEXT, Answers
+from bots.answers import Answers
 from bots.ask import Ask
 from bots.client import ConciergeClient
-from bots.discord_commands import register_commands
+from bots.discord_buttons import PERSISTENT_BUTTONS, STOP_EMOJI
+from bots.discord_commands import CatalogueTranslator, register_commands
 from bots.discord_history import DiscordConversations, mention_pattern, replied_to
-from bots.discord_sink import (
-    ANSWER_MAX_CHARS,
-    NO_MENTIONS,
-    STOP_EMOJI,
-    AnyMessage,
-    DiscordSink,
-)
+from bots.discord_sink import ANSWER_MAX_CHARS, NO_MENTIONS, AnyMessage, DiscordSink
 from bots.history import History
 from config.settings import Settings
+from config.texts import Locale, locale_of, t
 
 log = logging.getLogger(__name__)
 
 MAX_RATELIMIT_WAIT_S = 30.0  # the smallest bound discord.py accepts
 ASKING_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
-
-RESCRAPE_STARTED_TEXT = (
-    f"Rebuilding the knowledge base: progress follows in this channel ({STOP_EMOJI} on it stops)."
-)
 
 
 def gateway_intents() -> discord.Intents:
@@ -88,15 +84,19 @@ class ConciergeBot(discord.Client):
 
         # Shown to members with Manage Server, in servers only (a server can change who sees
         # it); the bot's own admin check still decides.
-        @self.tree.command(
-            name="rescrape", description="Rebuild the knowledge base from the site (admins only)"
+        description = app_commands.locale_str(
+            t("discord.rescrape_description", "en"), key="discord.rescrape_description"
         )
+
+        @self.tree.command(name="rescrape", description=description)
         @app_commands.default_permissions(manage_guild=True)
         @app_commands.guild_only()
         async def rescrape(interaction: discord.Interaction) -> None:
             await self.on_rescrape(interaction)
 
     async def setup_hook(self) -> None:
+        self.add_dynamic_items(*PERSISTENT_BUTTONS)  # the buttons of answers posted before too
+        await self.tree.set_translator(CatalogueTranslator())
         await register_commands(self, self.tree)  # ours only, and only when changed
 
     async def close(self) -> None:
@@ -110,8 +110,9 @@ class ConciergeBot(discord.Client):
         question = self.question_in(message)
         if question is None:
             return
+        locale = self.locale_in(message.guild)
         if not question:
-            await self._reply(message, self.help_text())
+            await self._reply(message, self.help_text(locale))
             return
         place = {"channel": str(message.channel.id), "question": str(message.id)}
         try:
@@ -120,8 +121,15 @@ class ConciergeBot(discord.Client):
             log.exception("could not read the conversation of message %s", message.id)
             history = History()
         asker = str(message.author.id)
-        ask = Ask(question, asker, place=place, history=history.turns, history_cut=history.cut)
-        stage = self._stage(message.channel, message)
+        ask = Ask(
+            question,
+            asker,
+            place=place,
+            history=history.turns,
+            history_cut=history.cut,
+            locale=locale,
+        )
+        stage = self._stage(message.channel, message, asker=asker)
         self.answers.start(ask, stage, lambda text: self._reply(message, text))
 
     def question_in(self, message: discord.Message) -> str | None:
@@ -141,13 +149,17 @@ class ConciergeBot(discord.Client):
         )
         return pattern.sub("", message.content).strip() if addressed else None
 
-    def help_text(self) -> str:
-        mention = self.user.mention if self.user else "me"
-        return (
-            f"Ask me by mentioning me with your question, for example: {mention} how do I "
-            f"claim the warranty? I answer in a reply: reply to my answer to follow up, "
-            f"react {STOP_EMOJI} to stop me."
-        )
+    def help_text(self, locale: Locale) -> str:
+        return t("discord.help", locale, mention=self.user.mention if self.user else "@me")
+
+    def locale_in(self, guild: discord.Guild | None) -> Locale:
+        """The locale of a message there: the guild's preferred one, else ours (a DM)."""
+        fallback = self.settings.locale
+        return locale_of(guild.preferred_locale.value, fallback) if guild else fallback
+
+    def locale_for(self, interaction: discord.Interaction[Any]) -> Locale:
+        """The locale of whoever used a command or clicked a button: their client's own."""
+        return locale_of(interaction.locale.value, self.locale_in(interaction.guild))
 
     def place_allowed(self, guild_id: int | None, channel: object) -> bool:
         """The allow-lists, when set: a DM is in no guild; a thread counts as its parent too."""
@@ -163,8 +175,15 @@ class ConciergeBot(discord.Client):
 
     # --- where answers go -----------------------------------------------------------------
 
-    def _stage(self, channel: Messageable, question: AnyMessage | None) -> DiscordSink:
-        return DiscordSink(channel, question, me=lambda: self.user)
+    def _stage(
+        self,
+        channel: Messageable,
+        question: AnyMessage | None,
+        *,
+        asker: str | None,
+        votes: bool = True,
+    ) -> DiscordSink:
+        return DiscordSink(channel, question, lambda: self.user, asker=asker, votes=votes)
 
     def _resume(self, context: Mapping[str, str]) -> tuple[DiscordSink, AnyMessage] | None:
         """The channel, answer and question an answer asked before a restart names."""
@@ -175,15 +194,16 @@ class ConciergeBot(discord.Client):
             question = channel.get_partial_message(int(question_id)) if question_id else None
         except (KeyError, ValueError):
             return None
-        return self._stage(channel, question), first
+        # Its asker is not in the context: its Stop button, made before, is left as it is.
+        return self._stage(channel, question, asker=None, votes="question" in context), first
 
-    # --- the stop button ------------------------------------------------------------------
+    # --- the stop reaction ----------------------------------------------------------------
 
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
         if payload.emoji.id is not None or payload.emoji.name != STOP_EMOJI:
             return
         if self.user is not None and payload.user_id == self.user.id:
-            return  # the bot's own stop button
+            return  # the bot's own 🛑, put there to show how to stop
         await self.answers.stop(
             payload.message_id,
             str(payload.user_id),
@@ -216,16 +236,20 @@ class ConciergeBot(discord.Client):
         )
         member = interaction.user if isinstance(interaction.user, discord.Member) else None
         permissions = interaction.permissions if member is not None else None
+        locale = self.locale_for(interaction)
         if channel is None or not self.place_allowed(interaction.guild_id, channel):
-            refusal: str | None = NOT_HERE_TEXT
+            refusal: str | None = t("refusal.not_here", locale)
         elif not self.is_admin(interaction.user.id, member, permissions):
-            refusal = NOT_ADMIN_TEXT
+            refusal = t("refusal.not_admin", locale)
         else:
             refusal = None
-        await interaction.response.send_message(refusal or RESCRAPE_STARTED_TEXT, ephemeral=True)
+        started = t("discord.rescrape_started", locale)
+        await interaction.response.send_message(refusal or started, ephemeral=True)
         if refusal is not None or not isinstance(channel, Messageable):
             return
+        asker = str(interaction.user.id)
         place = {"channel": str(getattr(channel, "id", ""))}
-        ask = Ask("", str(interaction.user.id), "rescrape", place=place)
+        ask = Ask("", asker, "rescrape", place=place, locale=locale)
+        stage = self._stage(channel, None, asker=asker, votes=False)
         say = interaction.followup.send  # ephemeral: only the admin sees why it was not queued
-        self.answers.start(ask, self._stage(channel, None), lambda text: say(text, ephemeral=True))
+        self.answers.start(ask, stage, lambda text: say(text, ephemeral=True))

@@ -4,6 +4,10 @@
 that another tool registered on it, and Discord limits command creations (200 a day per
 application). So the bot reads the commands registered, and upserts (``POST``: create, or
 replace the one of that name) only each of its own that Discord does not have as defined.
+
+Command texts are the catalogue's: a ``locale_str`` whose ``key`` names a text in
+``config.texts`` gets that text's translations (Discord shows them to people whose client is
+in that language).
 """
 
 from __future__ import annotations
@@ -14,10 +18,17 @@ from typing import Any
 import discord
 from discord import app_commands
 
+from config.texts import CATALOGUE, LOCALES
+
 log = logging.getLogger(__name__)
 
 # What Discord may answer in its own words: an absent list, a permission bit set as a string.
-_DEFAULTS: dict[str, Any] = {"options": [], "nsfw": False}
+_DEFAULTS: dict[str, Any] = {
+    "options": [],
+    "nsfw": False,
+    "name_localizations": {},
+    "description_localizations": {},
+}
 _IGNORED = frozenset({"dm_permission"})  # deprecated for ``contexts``; Discord may omit it
 
 
@@ -30,11 +41,11 @@ async def register_commands(
     if app_id is None:  # set by login, before setup_hook
         return []
     try:
-        registered = await client.http.get_global_commands(app_id)
+        registered = await _registered_commands(client, app_id)
         theirs = {(command["name"], command.get("type", 1)): command for command in registered}
         changed = []
         for command in tree.get_commands():
-            ours = command.to_dict(tree)
+            ours = await _definition(command, tree)
             if not same_definition(ours, theirs.get((ours["name"], ours["type"]))):
                 await client.http.upsert_global_command(app_id, ours)  # type: ignore[arg-type]
                 changed.append(ours["name"])
@@ -44,6 +55,40 @@ async def register_commands(
     if changed:
         log.info("discord: registered /%s", ", /".join(changed))
     return changed
+
+
+async def _registered_commands(client: discord.Client, app_id: int) -> list[Any]:
+    """The application's global commands, with their translations (left out by default)."""
+    route = discord.http.Route(
+        "GET", "/applications/{application_id}/commands", application_id=app_id
+    )
+    registered: list[Any] = await client.http.request(route, params={"with_localizations": "true"})
+    return registered
+
+
+async def _definition(command: Any, tree: app_commands.CommandTree[Any]) -> dict[str, Any]:
+    """A command as Discord is sent it: with its translations when the tree has a translator."""
+    translator = tree.translator
+    if translator is None:
+        return dict(command.to_dict(tree))
+    return dict(await command.get_translated_payload(tree, translator))
+
+
+class CatalogueTranslator(app_commands.Translator):
+    """Command texts from the catalogue: a ``locale_str`` with a ``key`` extra, in each of
+    our locales but English (the command's own text)."""
+
+    async def translate(
+        self,
+        string: app_commands.locale_str,
+        locale: discord.Locale,
+        context: app_commands.TranslationContextTypes,
+    ) -> str | None:
+        key = string.extras.get("key")
+        ours = locale.value.split("-")[0]
+        if key not in CATALOGUE or ours == "en" or ours not in LOCALES:
+            return None
+        return CATALOGUE[key][ours]
 
 
 def same_definition(ours: dict[str, Any], theirs: Any | None) -> bool:

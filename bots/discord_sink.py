@@ -2,10 +2,11 @@
 
 ``DiscordSink`` is the ``Stage`` of one exchange (the Renderer's ``MessageSink``, and Discord's
 names for its messages): the first message replies to the question (or opens the progress
-message of a rescrape) and carries the 🛑 stop button; each continuation replies to the
-message before it. A message shows the body, then the status as Discord's small text
-(``-# …``) on its own line. Nothing is ever a ping: every send and edit goes out with
-``AllowedMentions.none()``, whatever the answer says (``@everyone``, ``<@id>``).
+message of a rescrape) and carries the 🛑 reaction; each continuation replies to the message
+before it. A message shows the body, then the status as Discord's small text (``-# …``) on its
+own line, and under the message with the status its buttons (``bots.discord_buttons``): Stop
+from the placeholder on, 👍 / 👎 once done. Nothing is ever a ping: every send and edit goes
+out with ``AllowedMentions.none()``, whatever the answer says (``@everyone``, ``<@id>``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,11 @@ from collections.abc import Callable
 
 import discord
 from discord.abc import Messageable
+from discord.utils import MISSING
 
-from bots.renderer import MessageContent
+from bots.discord_buttons import STOP_EMOJI, StopButton, controls
+from bots.renderer import FINAL_STATUSES, MessageContent, Status
+from config.texts import Locale
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +28,6 @@ DISCORD_MAX_CHARS = 2000
 FOOTER_MAX_CHARS = 200  # a long failure reason is shortened, so the body's room is fixed
 FOOTER_PREFIX = "\n-# "
 ANSWER_MAX_CHARS = DISCORD_MAX_CHARS - len(FOOTER_PREFIX) - FOOTER_MAX_CHARS
-STOP_EMOJI = "🛑"
 NO_MENTIONS = discord.AllowedMentions.none()
 
 # A message this process posted, or one it knows only by id (posted before a restart).
@@ -46,19 +49,32 @@ class DiscordSink:
 
     ``question`` is the message the answer replies to (None for a rescrape, whose progress is
     a plain channel message). ``me`` is the bot's own user, once logged in: its 🛑 is taken
-    off the first message when the answer ends.
+    off the first message when the answer ends. ``asker`` goes into the Stop button's id
+    (``Answers`` sets it before the first post or edit, a taken-over answer's included; while
+    it is unknown, a Stop button already shown is left as it is); ``votes`` is False for a
+    rescrape.
     """
+
+    session_id: str = ""  # set by ``Answers`` before the first post
+    locale: Locale = "en"
 
     def __init__(
         self,
         channel: Messageable,
         question: AnyMessage | None,
         me: Callable[[], discord.abc.Snowflake | None],
+        *,
+        asker: str | None,
+        votes: bool = True,
     ) -> None:
         self.channel = channel
         self.question = question
         self.me = me
+        self.asker = asker or ""  # ``Answers`` sets it, a taken-over answer's too
+        self.votes = votes
         self.on_post: Callable[[AnyMessage], None] = lambda _: None
+        # The messages whose buttons this sink set, and whether a Stop button is among them.
+        self._stop_shown: dict[int, AnyMessage | None] = {}
 
     def key(self, message: AnyMessage) -> int:
         return message.id
@@ -68,33 +84,65 @@ class DiscordSink:
 
     async def post(self, content: MessageContent, after: AnyMessage | None) -> discord.Message:
         reply_to, text = after or self.question, message_text(content)
+        view = self._controls(content.status)
+        buttons = view if view is not None else MISSING
         if reply_to is None:  # a rescrape's progress: a plain channel message
-            message = await self.channel.send(text, allowed_mentions=NO_MENTIONS)
+            message = await self.channel.send(text, allowed_mentions=NO_MENTIONS, view=buttons)
         else:  # a question deleted meanwhile must not make the answer fail: reply if it exists
             reference = reply_to.to_reference(fail_if_not_exists=False)
             message = await self.channel.send(
-                text, reference=reference, allowed_mentions=NO_MENTIONS
+                text, reference=reference, allowed_mentions=NO_MENTIONS, view=buttons
             )
         self.on_post(message)
+        self._shown(message, view)
         if after is None:
-            await self._add_stop_button(message)
+            await self._add_stop_reaction(message)
         return message
 
     async def edit(self, handle: AnyMessage, content: MessageContent) -> None:
-        await handle.edit(content=message_text(content), allowed_mentions=NO_MENTIONS)
+        text = message_text(content)
+        if self._buttons_unknown(content.status):  # taken over: its Stop button stays
+            await handle.edit(content=text, allowed_mentions=NO_MENTIONS)
+            return
+        view = self._controls(content.status)
+        await handle.edit(content=text, allowed_mentions=NO_MENTIONS, view=view)
+        self._shown(handle, view)
 
     async def ended(self, first: AnyMessage | None) -> None:
-        """Take the bot's own 🛑 off the first message once the exchange has ended."""
+        """Take off what still offers to stop the ended answer: a Stop button this sink could
+        not replace (a final edit that failed, or a message of the process before a restart),
+        and the bot's own 🛑 on the first message."""
+        stale = [message for message in self._stop_shown.values() if message is not None]
+        if first is not None and first.id not in self._stop_shown:
+            stale.append(first)
+        for message in stale:
+            try:
+                await message.edit(view=None)
+            except discord.DiscordException as error:
+                log.info("could not remove the stop button: %s", error)
         me = self.me()
         if first is None or me is None:
             return
         try:
             await first.remove_reaction(STOP_EMOJI, me)
         except discord.DiscordException as error:
-            log.info("could not remove the stop button: %s", error)
+            log.info("could not remove the stop reaction: %s", error)
 
-    async def _add_stop_button(self, message: discord.Message) -> None:
+    def _controls(self, status: Status | None) -> discord.ui.View | None:
+        if self._buttons_unknown(status):  # a Stop button is due, but whose is unknown
+            return None
+        return controls(status, self.session_id, self.asker or "", self.locale, votes=self.votes)
+
+    def _buttons_unknown(self, status: Status | None) -> bool:
+        """Whether a Stop button is due on an answer taken over (its asker is not known)."""
+        return not self.asker and status is not None and status not in FINAL_STATUSES
+
+    def _shown(self, message: AnyMessage, view: discord.ui.View | None) -> None:
+        stop = view is not None and any(isinstance(i, StopButton) for i in view.children)
+        self._stop_shown[message.id] = message if stop else None
+
+    async def _add_stop_reaction(self, message: discord.Message) -> None:
         try:
             await message.add_reaction(STOP_EMOJI)
         except discord.DiscordException as error:  # e.g. no Add Reactions permission here
-            log.info("could not add the stop button: %s", error)
+            log.info("could not add the stop reaction: %s", error)

@@ -1,8 +1,9 @@
 """A fake of Discord's REST API over real HTTP on 127.0.0.1, recording every call.
 
 A real ``discord.Client`` talks to it once ``discord.http.Route.BASE`` points at ``base``. It
-keeps the messages the bot posts (with their latest content), answers a 429 when told to, and
-lets a test wait for a call without sleeping. Gateway payloads for the bot to parse are built
+keeps the messages the bot posts (with their latest content and buttons), answers a 429 when
+told to, takes an interaction's responses and follow-ups, and lets a test wait for a call
+without sleeping. Gateway payloads for the bot to parse are built
 here too, so the tests read as what happens rather than as JSON.
 """
 
@@ -97,6 +98,21 @@ class FakeDiscord:
         assert call is not None
         return call
 
+    def buttons(self, message_id: int) -> list[dict[str, Any]]:
+        """The buttons a message shows now, in order (each action row's, row by row)."""
+        rows = self.messages[message_id].get("components") or []
+        return [button for row in rows for button in row.get("components", [])]
+
+    def responses(self, interaction_id: int) -> list[Call]:
+        """An interaction's callback and follow-ups (``token-{id}`` is its token), in order."""
+        token = f"token-{interaction_id}"
+        return [
+            call
+            for call in self.calls
+            if call.path.startswith(f"/interactions/{interaction_id}/{token}/")
+            or call.path.startswith(f"/webhooks/{APP_ID}/{token}")
+        ]
+
     def posts(self) -> list[Call]:
         """Messages the bot created, in order (answered 200)."""
         return [
@@ -141,6 +157,7 @@ class FakeDiscord:
             web.put(f"{API}/channels/{{c}}/messages/{{m}}/reactions/{{emoji}}/@me", self._empty),
             web.delete(f"{API}/channels/{{c}}/messages/{{m}}/reactions/{{emoji}}/@me", self._empty),
             web.post(f"{API}/interactions/{{id}}/{{token}}/callback", self._interaction_callback),
+            web.post(f"{API}/webhooks/{{app}}/{{token}}", self._followup),
         ]
         app.add_routes(routes)
         return app
@@ -233,6 +250,7 @@ class FakeDiscord:
             data.get("content", ""),
             reference=reference,
         )
+        message["components"] = data.get("components") or []
         self.messages[int(message["id"])] = message
         return _json(message)
 
@@ -242,6 +260,8 @@ class FakeDiscord:
             raise web.HTTPNotFound(reason="Unknown Message")
         data = await request.json()
         message["content"] = data.get("content", message["content"])
+        if "components" in data:  # absent: the buttons stay as they are
+            message["components"] = data["components"] or []
         return _json(message)
 
     async def _get_message(self, request: web.Request) -> web.Response:
@@ -278,6 +298,12 @@ class FakeDiscord:
             "response_message_ephemeral": bool(flags & 64),
         }
         return _json({"interaction": interaction})
+
+    async def _followup(self, request: web.Request) -> web.Response:
+        """A message sent after the response (ephemeral when flags has 64)."""
+        data = await request.json()
+        message = message_payload(self.new_id(), 0, BOT_USER, data.get("content", ""))
+        return _json(message | {"flags": data.get("flags", 0), "webhook_id": str(APP_ID)})
 
 
 def _json(
@@ -358,6 +384,7 @@ def guild_payload(
     channel_ids: Sequence[int],
     roles: Sequence[dict[str, Any]] = (),
     threads: Sequence[dict[str, Any]] = (),
+    preferred_locale: str = "en-US",
 ) -> dict[str, Any]:
     everyone = role_payload(guild_id, "@everyone", 0)
     channels = [
@@ -383,6 +410,7 @@ def guild_payload(
         "member_count": 3,
         "unavailable": False,
         "threads": list(threads),
+        "preferred_locale": preferred_locale,
     }
 
 
@@ -479,21 +507,64 @@ def interaction_payload(
     channel_id: int,
     permissions: int,
     roles: Sequence[int] = (),
+    locale: str = "en-US",
+    guild_locale: str = "en-US",
 ) -> dict[str, Any]:
-    member = member_payload(user, roles) | {"permissions": str(permissions)}
-    return {
+    """A slash command ``command`` used by ``user`` (with ``permissions`` in the channel)."""
+    data = {"id": str(interaction_id + 1), "name": command, "type": 1, "options": []}
+    return _interaction(
+        interaction_id, 2, user, data, guild_id, channel_id, permissions, roles, locale
+    ) | {"guild_locale": guild_locale}
+
+
+def click_payload(
+    interaction_id: int,
+    user: dict[str, Any],
+    message: dict[str, Any],
+    custom_id: str,
+    *,
+    guild_id: int | None,
+    permissions: int = 0,
+    roles: Sequence[int] = (),
+    locale: str = "en-US",
+) -> dict[str, Any]:
+    """A click by ``user`` on the button ``custom_id`` of ``message`` (as the fake keeps it:
+    discord.py finds the button among the message's components)."""
+    data = {"custom_id": custom_id, "component_type": 2}
+    channel_id = int(message["channel_id"])
+    payload = _interaction(
+        interaction_id, 3, user, data, guild_id, channel_id, permissions, roles, locale
+    )
+    return payload | {"message": message}
+
+
+def _interaction(
+    interaction_id: int,
+    kind: int,
+    user: dict[str, Any],
+    data: dict[str, Any],
+    guild_id: int | None,
+    channel_id: int,
+    permissions: int,
+    roles: Sequence[int],
+    locale: str,
+) -> dict[str, Any]:
+    payload: dict[str, Any] = {
         "id": str(interaction_id),
         "application_id": str(APP_ID),
-        "type": 2,
+        "type": kind,
         "token": f"token-{interaction_id}",
         "version": 1,
         "attachment_size_limit": 8_388_608,
-        "guild_id": str(guild_id),
         "channel_id": str(channel_id),
-        "channel": {"id": str(channel_id), "type": 0, "guild_id": str(guild_id)},
-        "member": member,
+        "channel": {"id": str(channel_id), "type": 0 if guild_id else 1},
         "app_permissions": "0",
-        "locale": "en-US",
-        "guild_locale": "en-US",
-        "data": {"id": str(interaction_id + 1), "name": command, "type": 1, "options": []},
+        "locale": locale,
+        "data": data,
     }
+    if guild_id is None:  # a DM: a user, no member
+        payload["channel"]["recipients"] = [user]
+        return payload | {"user": user, "context": 1}
+    payload["channel"]["guild_id"] = str(guild_id)
+    member = member_payload(user, roles) | {"permissions": str(permissions)}
+    return payload | {"guild_id": str(guild_id), "member": member, "guild_locale": "en-US"}

@@ -13,6 +13,7 @@ import itertools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import discord
@@ -167,11 +168,15 @@ async def fake_discord(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDis
 
 
 @pytest.fixture
-async def engine_for(backend: Backend, broker: Broker) -> AsyncIterator[StartEngine]:
-    """Starts the real engine with a test's own settings; stops it afterwards."""
+async def engine_for(
+    backend: Backend, broker: Broker, tmp_path: Path
+) -> AsyncIterator[StartEngine]:
+    """Starts the real engine with a test's own settings (its votes kept in ``tmp_path``);
+    stops it afterwards."""
     engines: list[RunningEngine] = []
 
     async def start_with(settings: Settings) -> RunningEngine:
+        settings = settings.model_copy(update={"feedback_path": tmp_path / "feedback.sqlite3"})
         engines.append(await start_engine(settings, backend))
         return engines[-1]
 
