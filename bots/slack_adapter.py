@@ -1,9 +1,11 @@
-"""The Slack adapter: a mention or ``/ask`` asks, :octagonal_sign: stops, ``/rescrape`` rebuilds.
+"""The Slack adapter: a mention or ``/ask`` asks, :octagonal_sign: or Slack's stop control stops,
+a feedback button votes, ``/rescrape`` rebuilds.
 
 Bolt parses and verifies what Slack sends; this module turns it into an ``Ask`` or a stop for
 the shared ``Answers``, which shows each answer through a ``SlackSink``. Listeners only check
 and start: each answer runs in a task of its own, so Slack is acknowledged at once (slash
 commands must be within 3 s) and Bolt's scheduling never decides how long an answer may take.
+Every text the bot writes itself is in the asker's language (``SlackPeople.locale``).
 """
 
 from __future__ import annotations
@@ -11,32 +13,27 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
 from slack_sdk.errors import SlackApiError
 
-from bots.answers import NOT_ADMIN_TEXT, NOT_HERE_TEXT, SHUTDOWN_GRACE_S, Answers
+from bots.answers import SHUTDOWN_GRACE_S, Answers, StopOutcome
 from bots.ask import Ask, Kind
 from bots.client import ConciergeClient
 from bots.history import History
-from bots.slack_format import (
-    BODY_CHARS,
-    STOP_REACTION,
-    asked_line,
-    question_from_mention,
-    unescape,
-)
+from bots.slack_format import BODY_CHARS, STOP_REACTION, asked_line, question_from_mention, unescape
 from bots.slack_history import Me, SlackConversations
-from bots.slack_sink import SlackMessage, SlackSink, TellAsker, display_name
+from bots.slack_people import SlackPeople
+from bots.slack_sink import Native, SlackMessage, SlackSink, TellAsker
+from bots.slack_votes import SlackVotes
 from config.settings import Settings
+from config.texts import Locale, t
 
 log = logging.getLogger(__name__)
 
 SEEN_MENTIONS_MAX = 1000  # remembered (channel, ts) of mentions, so Slack's retries are ignored
-
-ASK_USAGE = "Ask me a question: `/ask what are the office hours?`"
-MENTION_USAGE = "Ask me something after the mention, for example: what are the office hours?"
 
 
 class SlackAdapter:
@@ -63,10 +60,15 @@ class SlackAdapter:
             max_turns=settings.history_max_messages,
             max_chars=settings.history_max_chars,
         )
+        admins = frozenset(settings.admin_user_ids)
+        self.people = SlackPeople(self.web, default=settings.locale, admin_ids=admins)
+        self.native = Native()
+        self.votes = SlackVotes(app, client, self.people)
         self._seen_mentions: OrderedDict[tuple[str, str], None] = OrderedDict()
         app.event("app_mention")(self.on_mention)
         app.event("message")(self.on_message)
         app.event("reaction_added")(self.on_reaction)
+        app.event("agent_session_stopped")(self.on_stop_control)
         app.command("/ask")(self.on_ask)
         app.command("/rescrape")(self.on_rescrape)
 
@@ -80,12 +82,15 @@ class SlackAdapter:
         if not self._first_time(channel, ts):
             return  # Slack delivered it again
         thread_ts = event.get("thread_ts") or ts
+        user_id = event.get("user", "")
+        locale = await self.people.locale(user_id)
         question = question_from_mention(event.get("text", ""), context.bot_user_id)
         if not question:
-            await self._say(channel, thread_ts, MENTION_USAGE)
+            await self._say(channel, thread_ts, t("slack.mention_usage", locale))
             return
         history = await self._history(event, context) if event.get("thread_ts") else None
-        self._answer(question, event.get("user", ""), channel, thread_ts, ts, history=history)
+        where = Where(channel, thread_ts, ts, team=_team(event, context))
+        self._answer(question, user_id, locale, where, history=history)
 
     async def on_message(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
         """With ``slack_thread_followups``: a plain message in a thread the bot answered in asks
@@ -104,40 +109,46 @@ class SlackAdapter:
             return
         history = await self._history(event, context)
         if history is not None:  # else the bot has not answered in this thread
-            self._answer(question, event.get("user", ""), channel, thread_ts, ts, history=history)
+            user_id = event.get("user", "")
+            locale = await self.people.locale(user_id)
+            where = Where(channel, thread_ts, ts, team=_team(event, context))
+            self._answer(question, user_id, locale, where, history=history)
 
     async def on_ask(self, ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
         """``/ask question``: answered in the channel, under who asked what, continued in the
         answer's thread. Whatever goes wrong is told to the asker alone (``respond``)."""
         channel, user_id = command.get("channel_id", ""), command.get("user_id", "")
         question = unescape(command.get("text", "")).strip()
+        locale = await self.people.locale(user_id)
         if not self._allowed(channel):
-            await ack(text=NOT_HERE_TEXT)
+            await ack(text=t("refusal.not_here", locale))
         elif not question:
-            await ack(text=ASK_USAGE)
+            await ack(text=t("slack.ask_usage", locale))
         else:
             await ack()
-            name = await display_name(self.web, user_id, command.get("user_name", ""))
+            name = await self.people.display_name(user_id, command.get("user_name", ""))
 
             async def tell(text: str) -> None:
                 await respond(text=text, response_type="ephemeral")
 
-            heading = asked_line(name, question)
-            self._answer(question, user_id, channel, None, heading=heading, tell=tell)
+            where = Where(channel, None, team=command.get("team_id", ""))
+            heading = asked_line(name, question, locale)
+            self._answer(question, user_id, locale, where, heading=heading, tell=tell)
 
     async def on_rescrape(
         self, ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond
     ) -> None:
         """``/rescrape`` (admins): the engine rebuilds the knowledge base; progress is shown."""
         channel, user_id = command.get("channel_id", ""), command.get("user_id", "")
+        locale = await self.people.locale(user_id)
         if not self._allowed(channel):
-            await ack(text=NOT_HERE_TEXT)
+            await ack(text=t("refusal.not_here", locale))
             return
         await ack()
         if not await self.is_admin(user_id):
-            await respond(text=NOT_ADMIN_TEXT, response_type="ephemeral")
+            await respond(text=t("refusal.not_admin", locale), response_type="ephemeral")
             return
-        self._answer("", user_id, channel, None, kind="rescrape")
+        self._answer("", user_id, locale, Where(channel, None), kind="rescrape")
 
     async def on_reaction(self, event: dict[str, Any]) -> None:
         """:octagonal_sign: on a question or an answer, by the asker or an admin, stops it."""
@@ -148,40 +159,73 @@ class SlackAdapter:
         message = (item.get("channel", ""), item.get("ts", ""))
         await self.answers.stop(message, user_id, lambda: self.is_admin(user_id))
 
+    async def on_stop_control(self, event: dict[str, Any]) -> None:
+        """Slack's own stop button for AI apps (``agent_session_stopped``): stops the answer
+        it names (one of its streams, else its thread's question), as :octagonal_sign: does. A
+        stranger is told, alone, that only the asker or an admin may."""
+        channel, user_id = event.get("channel", ""), event.get("user", "")
+        thread_ts = event.get("thread_ts", "")
+        named = [*(event.get("streaming_message_ts") or []), thread_ts]
+        answer = next((a for ts in named if (a := self.answers.find((channel, ts)))), None)
+        if answer is None:
+            log.info("slack: a stop in %s/%s for no answer in progress", channel, thread_ts)
+            return
+        session_id = answer.session.session_id
+        outcome = await self.answers.stop_session(
+            session_id, user_id, lambda: self.is_admin(user_id)
+        )
+        if outcome is StopOutcome.NOT_ALLOWED:
+            locale = await self.people.locale(user_id)
+            await self._whisper(channel, thread_ts, user_id, t("stop.not_allowed", locale))
+
     # --- answers ---
 
     def _answer(
         self,
         question: str,
         user_id: str,
-        channel: str,
-        thread_ts: str | None,
-        question_ts: str | None = None,
+        locale: Locale,
+        where: Where,
         kind: Kind = "ask",
         *,
         heading: str = "",
         tell: TellAsker | None = None,
         history: History | None = None,
     ) -> None:
-        """Start answering in ``channel`` (in ``thread_ts`` if given); ``tell`` (else a
-        message in the channel) gives the asker a refusal."""
-        place = {"channel": channel, "thread": thread_ts or "", "question": question_ts or ""}
-        place |= {"heading": heading} if heading else {}
+        """Start answering at ``where``; ``tell`` (else a message in the channel) gives the
+        asker a refusal."""
+        place = where.place() | ({"heading": heading} if heading else {})
         history = history or History()
-        ask = Ask(question, user_id, kind, place, history.turns, history.cut)
-        stage = self._stage(place, tell)
+        ask = Ask(question, user_id, kind, place, history.turns, history.cut, locale=locale)
+        stage = self._stage(place, tell, recipient=(user_id, where.team))
+        channel, thread_ts = where.channel, where.thread_ts
         self.answers.start(ask, stage, tell or (lambda text: self._say(channel, thread_ts, text)))
 
-    def _stage(self, place: Mapping[str, str], tell: TellAsker | None = None) -> SlackSink:
+    def _stage(
+        self,
+        place: Mapping[str, str],
+        tell: TellAsker | None = None,
+        recipient: tuple[str, str] = ("", ""),
+    ) -> SlackSink:
         """Where an answer goes: ``place`` names the channel, the thread and the question (and
-        after a restart, the first message)."""
+        after a restart, the first message). A question or a heading makes it an answer to
+        vote on (a rescrape has neither)."""
         channel, thread_ts = place["channel"], place.get("thread") or None
         question_ts = place.get("question")
         question = SlackMessage(channel, question_ts, thread_ts) if question_ts else None
         heading, first = place.get("heading", ""), place.get("message")
-        sink = SlackSink(self.web, channel, thread_ts, question, heading=heading, first_ts=first)
-        sink.tell_asker = tell
-        return sink
+        return SlackSink(
+            self.web,
+            channel,
+            thread_ts,
+            question,
+            heading=heading,
+            first_ts=first,
+            tell_asker=tell,
+            recipient=recipient,
+            votes=bool(question_ts or heading),
+            native=self.native,
+        )
 
     def _resume(self, context: Mapping[str, str]) -> tuple[SlackSink, SlackMessage] | None:
         """The stage and first message of an answer asked before a restart, from its context."""
@@ -200,15 +244,7 @@ class SlackAdapter:
 
     async def is_admin(self, user_id: str) -> bool:
         """Listed in ``admin_user_ids``, or a workspace admin or owner as ``users.info`` says."""
-        if user_id in self.settings.admin_user_ids:
-            return True
-        try:
-            response = await self.web.users_info(user=user_id)
-        except SlackApiError as error:
-            log.warning("slack: users.info for %s failed: %s", user_id, error.response["error"])
-            return False
-        user = response.get("user") or {}
-        return bool(user.get("is_admin") or user.get("is_owner"))
+        return await self.people.is_admin(user_id)
 
     async def close(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
         """Stop every answer in progress (a named bot hands them over instead)."""
@@ -234,3 +270,33 @@ class SlackAdapter:
             await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
         except SlackApiError as error:
             log.warning("slack: could not post in %s: %s", channel, error.response["error"])
+
+    async def _whisper(self, channel: str, thread_ts: str, user_id: str, text: str) -> None:
+        """``text`` for ``user_id`` alone (ephemeral), in the thread."""
+        try:
+            await self.web.chat_postEphemeral(
+                channel=channel, user=user_id, thread_ts=thread_ts or None, text=text
+            )
+        except SlackApiError as error:
+            log.info("slack: could not tell %s: %s", user_id, error.response.get("error"))
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an answer goes: a channel, the thread (None: in the channel itself), the
+    question's message (a mention's), and the asker's team (Slack streams to a recipient)."""
+
+    channel: str
+    thread_ts: str | None
+    question_ts: str = ""
+    team: str = ""
+
+    def place(self) -> dict[str, str]:
+        """Its entry in the request's context (echoed back; a successor reads it)."""
+        thread = self.thread_ts or ""
+        return {"channel": self.channel, "thread": thread, "question": self.question_ts}
+
+
+def _team(event: Mapping[str, Any], context: AsyncBoltContext) -> str:
+    """The asker's team: their own (a Slack Connect guest's differs), else the workspace's."""
+    return str(event.get("user_team") or event.get("team") or context.team_id or "")

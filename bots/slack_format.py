@@ -7,14 +7,19 @@ escaped as its docs require for literal text: ``&``, ``<`` and ``>`` become enti
 sources list writes it, and a Markdown ``[label](address)``. The model's Markdown bold
 (``**x**``) and headings become Slack's ``*x*``; code is left as it is. Messages are plain
 ``text`` (no blocks): a section block holds only 3,000 characters and an escaped answer can
-grow several times longer than the text, while ``text`` is cut only past 40,000.
+grow several times longer than the text, while ``text`` is cut only past 40,000. Only a done
+answer's last message has blocks (its feedback buttons); its text then shows in section blocks,
+cut at line ends (``section_blocks``), and ``text`` stays what notifications and readers see.
+(A streamed answer is Markdown: ``slack_markdown``.)
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from bots.renderer import MessageContent
+from config.texts import CATALOGUE, LOCALES, Locale, t
 
 MESSAGE_CHARS = 4000  # Slack's advice for one message's text
 FOOTER_CHARS = 200  # room kept for the status line on the last message
@@ -24,20 +29,7 @@ STOP_REACTION = "octagonal_sign"
 HEADING_CHARS = 200  # the "who asked what" line of an /ask answer; it rides in the context
 HEADING_SEPARATOR = "\n"
 ASKER_NAME_CHARS = 60
-
-# Why the first message of an answer could not be posted, as the asker reads it.
-INVITE_ME_TEXT = (
-    "I can't post in this channel. Invite me (`/invite @` and my name), or ask a workspace "
-    "admin to give the app the `chat:write.public` scope (public channels only)."
-)
-CANNOT_POST_TEXTS = {
-    "not_in_channel": INVITE_ME_TEXT,
-    "channel_not_found": INVITE_ME_TEXT,  # a private channel or a DM the bot is not in
-    "is_archived": "This channel is archived: I can't post in it.",
-    "restricted_action": "This channel's posting permissions don't let me post in it.",
-    "restricted_action_read_only_channel": "This channel is read-only: I can't post in it.",
-    "restricted_action_thread_only_channel": "This channel takes threads only: mention me in one.",
-}
+SECTION_CHARS = 3000  # Slack's limit for a section block's text
 
 _ENTITIES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
 
@@ -107,24 +99,80 @@ def message_text(content: MessageContent) -> str:
     return f"{body}{FOOTER_SEPARATOR}{footer}" if body else footer
 
 
-def asked_line(name: str, question: str) -> str:
+def section_blocks(text: str) -> list[dict[str, Any]]:
+    """``text`` (as ``message_text`` made it) in section blocks: cut after a line's end where
+    one is in a block's second half, else after a space; never inside ``<...>`` or an entity."""
+    pieces: list[str] = []
+    while len(text) > SECTION_CHARS:
+        cut = _section_cut(text[:SECTION_CHARS])
+        pieces.append(text[:cut])
+        text = text[cut:]
+    pieces.append(text)
+    return [
+        {"type": "section", "text": {"type": "mrkdwn", "text": piece}}
+        for piece in pieces
+        if piece.strip()
+    ]
+
+
+def _section_cut(window: str) -> int:
+    for separator in ("\n", " "):
+        at = window.rfind(separator)
+        while at >= len(window) // 2:
+            if not _in_markup(window, at):
+                return at + 1
+            at = window.rfind(separator, 0, at)
+    at = len(window)
+    while at > len(window) // 2 and _in_markup(window, at):
+        at -= 1
+    return at
+
+
+def _in_markup(text: str, at: int) -> bool:
+    """Whether ``at`` falls inside a ``<...>`` or an entity (``&amp;``) of ``text``."""
+    if text.rfind("<", 0, at) > text.rfind(">", 0, at):
+        return True
+    entity = text.rfind("&", 0, at)
+    return entity >= 0 and at - entity < 5 and ";" not in text[entity:at]
+
+
+def asked_line(name: str, question: str, locale: Locale = "en") -> str:
     """The first line of an ``/ask`` answer in a channel: who asked what, escaped, and at most
     ``HEADING_CHARS`` long. A name, not a ``<@U…>`` mention: a bot's mention notifies."""
-    name = " ".join(name.replace("*", "").split())[:ASKER_NAME_CHARS] or "Someone"
-    start = f"*{escape(name)}* asked: "
+    name = " ".join(name.replace("*", "").split())[:ASKER_NAME_CHARS] or t("slack.someone", locale)
+    line = t("slack.asked", locale, name=escape(name), question="")
     question = escape(" ".join(question.split()))
-    room = HEADING_CHARS - len(start)
+    room = HEADING_CHARS - len(line)
     if len(question) > room:  # cut, but not inside an entity (&amp; and the like)
         question = re.sub(r"&[a-z]*$", "", question[: room - 1]) + "…"
-    return start + question
+    return line + question
 
 
-def cannot_post_text(error: str) -> str:
+def _asked_patterns() -> list[re.Pattern[str]]:
+    patterns = []
+    for locale in LOCALES:
+        template = re.escape(CATALOGUE["slack.asked"][locale])
+        template = template.replace(r"\{name\}", r"(?P<name>[^*\n]+)", 1)
+        template = template.replace(r"\{question\}", r"(?P<question>[^\n]*)", 1)
+        patterns.append(re.compile(rf"\A{template}\n"))
+    return patterns
+
+
+_ASKED = _asked_patterns()
+
+
+def read_asked(text: str) -> re.Match[str] | None:
+    """How ``asked_line`` began ``text`` (in any locale): its ``name`` and ``question``
+    groups, escaped as Slack has them; None if it did not."""
+    return next((found for p in _ASKED if (found := p.match(text))), None)
+
+
+def cannot_post_text(error: str, locale: Locale = "en") -> str:
     """What the asker is told when Slack refused the answer's first message with ``error``."""
-    known = CANNOT_POST_TEXTS.get(error)
-    return (
-        known or f"I couldn't post my answer here (Slack said: {escape(error)}). Try again later."
-    )
+    key = f"slack.cannot_post.{error}"
+    if error != "other" and key in CATALOGUE:
+        return t(key, locale)
+    return t("slack.cannot_post.other", locale, error=escape(error))
 
 
 def unescape(text: str) -> str:

@@ -4,8 +4,9 @@
 ``channels:history``, ``groups:history``, ``im:history`` and ``mpim:history``, one for each kind
 of conversation); the messages before the question are read newest first into a
 ``Conversation``. The bot's own messages are its answers, their status line split off as
-``slack_format`` lays it out. Slack's markup is read back as text: ``<@U1|ann>`` as ``@ann``,
-``<https://a|label>`` as ``[label](https://a)``, entities as the characters they stand for.
+``slack_format`` lays it out (a streamed one is Markdown: ``slack_markdown``). Slack's markup
+is read back as text: ``<@U1|ann>`` as ``@ann``, ``<https://a|label>`` as
+``[label](https://a)``, entities as the characters they stand for.
 People are named as ``users.info`` shows them (``users:read``), remembered for the next time.
 """
 
@@ -23,7 +24,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.history import Conversation, History, Said
 from bots.renderer import status_of
-from bots.slack_format import FOOTER_SEPARATOR, unescape
+from bots.slack_format import FOOTER_SEPARATOR, read_asked, unescape
+from bots.slack_markdown import plain_markdown
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +34,6 @@ MAX_MESSAGES_READ = 1000  # a thread longer than this is read from its start up 
 NAMES_REMEMBERED = 1000
 
 _MARKUP = re.compile(r"<(?P<target>[^<>|]+)(?:\|(?P<label>[^<>]*))?>")
-# The first line of an ``/ask`` answer (``slack_format.asked_line``): who asked what, since
-# Slack keeps no message of a slash command.
-_ASKED = re.compile(r"\A\*(?P<name>[^*\n]+)\* asked: (?P<question>[^\n]*)\n")
 
 
 @dataclass(frozen=True)
@@ -141,8 +140,8 @@ class SlackConversations:
         """A message as the conversation reads it, newest first: an ``/ask`` answer is the
         answer, then the question its first line names; another bot's or Slack's own, none."""
         if me.wrote(message):
-            body, footer = split_status(message.get("text", ""))
-            asked = _ASKED.match(body)
+            body, footer = split_status(plain_markdown(message.get("text", "")))
+            asked = read_asked(body)  # who asked what: Slack keeps no slash command
             answer = Said(
                 plain(body[asked.end() if asked else 0 :], me), by_bot=True, footer=footer
             )

@@ -5,6 +5,14 @@ reaches through ``base_url``), response URLs (``/respond/<id>``) and a Socket Mo
 (``/socket``) that says ``hello`` and then carries whatever envelopes a test pushes. The other
 direction, Slack delivering events to the bot over HTTP, is ``SlackDelivery``: it signs each
 request the way Slack does, so the bot's own verification decides.
+
+The Web API keeps what Slack keeps: messages posted (``chat.postMessage``) or streamed
+(``chat.startStream`` / ``appendStream`` / ``stopStream``, each version of the text kept; only
+with ``streaming`` on, else Slack's answer to a method it lacks), their blocks, and who a user
+is (``users.info`` gives the ``locale`` only with ``include_locale``).
+A stream can be made to expire, as Slack's do after a while (``expire_streams_after``): the
+next call on it is answered ``message_not_in_streaming_state``. A message still streaming is
+not edited (``chat.update`` is refused): a bot must stop its stream before it rewrites it.
 """
 
 from __future__ import annotations
@@ -53,6 +61,11 @@ class Message:
     texts: list[str]
     updated_at: list[float]
     user: str = BOT_USER_ID  # who wrote it: the bot, or a person (``FakeSlack.said``)
+    streamed: bool = False  # made by chat.startStream (its texts are Markdown)
+    streaming: bool = False  # a stream still open: appendStream and stopStream accepted
+    appends: int = 0  # appendStream calls taken
+    blocks: list[dict[str, Any]] = field(default_factory=list)  # the last blocks it was given
+    recipient: tuple[str, str] | None = None  # a stream's (recipient_user_id, recipient_team_id)
 
     @property
     def text(self) -> str:
@@ -70,6 +83,9 @@ class FakeSlack:
     responses: list[dict[str, Any]] = field(default_factory=list)  # sent to response URLs
     acks: list[dict[str, Any]] = field(default_factory=list)  # Socket Mode acknowledgements
     errors: dict[str, str] = field(default_factory=dict)  # method -> the error it answers
+    ephemerals: list[dict[str, Any]] = field(default_factory=list)  # chat.postEphemeral
+    streaming: bool = False  # Slack offers chat streaming (else: unknown_method, as before it)
+    expire_streams_after: int | None = None  # appends a stream takes before it expires
     base: str = ""
     _rate_limits: dict[str, list[int]] = field(default_factory=dict)
     _sockets: list[web.WebSocketResponse] = field(default_factory=list)
@@ -106,6 +122,16 @@ class FakeSlack:
 
     def message(self, ts: str) -> Message:
         return next(message for message in self.messages if message.ts == ts)
+
+    def stop_streams(self, timestamps: list[str]) -> None:
+        """What Slack does when someone clicks its stop control: the streams end there."""
+        for message in self.messages:
+            if message.ts in timestamps:
+                message.streaming = False
+
+    def statuses(self) -> list[dict[str, Any]]:
+        """Every thread status set (``assistant.threads.setStatus``), in order."""
+        return [call.params for call in self.calls_of("assistant.threads.setStatus")]
 
     async def wait_for(self, predicate: Callable[[], T], timeout_s: float = 30.0) -> T:
         """Wait until ``predicate()`` is truthy (checked after every call the fake receives)."""
@@ -144,6 +170,19 @@ class FakeSlack:
     def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         if method in self.errors:
             return {"ok": False, "error": self.errors[method]}
+        if method.startswith("chat.") and method.endswith("Stream"):
+            if not self.streaming:
+                return {"ok": False, "error": "unknown_method"}
+            return self._stream(method.removeprefix("chat."), params)
+        kept = {
+            "chat.postMessage": self._post,
+            "chat.update": self._update,
+            "chat.postEphemeral": self._ephemeral,
+            "users.info": self._user,
+            "conversations.replies": self._replies,
+        }
+        if method in kept:
+            return kept[method](params)
         match method:
             case "auth.test":
                 return {
@@ -154,19 +193,13 @@ class FakeSlack:
                     "user": "concierge",
                     "url": "https://example.slack.com/",
                 }
-            case "chat.postMessage":
-                return self._post(params)
-            case "chat.update":
-                return self._update(params)
-            case "users.info":
-                user_id = params.get("user", "")
-                user = {"id": user_id, "is_admin": False, "is_owner": False}
-                return {"ok": True, "user": user | self.users.get(user_id, {})}
-            case "conversations.replies":
-                return self._replies(params)
             case "apps.connections.open":
                 return {"ok": True, "url": self.base.replace("http", "ws", 1) + "/socket"}
         return {"ok": True}
+
+    def _ephemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.ephemerals.append(params)
+        return {"ok": True, "message_ts": self.new_ts()}
 
     def _replies(self, params: dict[str, Any]) -> dict[str, Any]:
         """A thread, oldest first: its first message and every reply (one page)."""
@@ -191,9 +224,49 @@ class FakeSlack:
         found = [m for m in self.messages if (m.channel, m.ts) == (params["channel"], params["ts"])]
         if not found:
             return {"ok": False, "error": "message_not_found"}
+        if found[0].streaming:  # a stream is stopped before its message is rewritten
+            return {"ok": False, "error": "cant_update_message"}
         found[0].texts.append(params["text"])
         found[0].updated_at.append(time.monotonic())
+        found[0].blocks = _blocks(params.get("blocks"))
         return {"ok": True, "channel": params["channel"], "ts": params["ts"]}
+
+    def _stream(self, step: str, params: dict[str, Any]) -> dict[str, Any]:
+        """``startStream`` makes a message; ``appendStream`` adds to its text; ``stopStream``
+        adds the rest and its blocks, and closes it."""
+        channel, text, now = params["channel"], params.get("markdown_text") or "", time.monotonic()
+        if step == "startStream":
+            ts = self.new_ts()
+            message = Message(channel, ts, params.get("thread_ts"), [text], [now])
+            message.streamed, message.streaming = True, True
+            message.recipient = (params.get("recipient_user_id"), params.get("recipient_team_id"))
+            self.messages.append(message)
+            return {"ok": True, "channel": channel, "ts": ts}
+        found = [m for m in self.messages if (m.channel, m.ts) == (channel, params["ts"])]
+        if not found:
+            return {"ok": False, "error": "message_not_found"}
+        message = found[0]
+        expired = self.expire_streams_after is not None
+        if expired and message.appends >= self.expire_streams_after:  # type: ignore[operator]
+            message.streaming = False
+        if not message.streaming:
+            return {"ok": False, "error": "message_not_in_streaming_state"}
+        if step == "appendStream":
+            message.appends += 1
+        else:
+            message.streaming = False
+            message.blocks = _blocks(params.get("blocks"))
+        message.texts.append(message.text + text)
+        message.updated_at.append(now)
+        return {"ok": True, "channel": channel, "ts": message.ts}
+
+    def _user(self, params: dict[str, Any]) -> dict[str, Any]:
+        """What users.info says of a user; the locale only if asked for (as Slack does)."""
+        user_id = params.get("user", "")
+        user = {"id": user_id, "is_admin": False, "is_owner": False} | self.users.get(user_id, {})
+        if str(params.get("include_locale", "")).lower() not in ("1", "true"):
+            user.pop("locale", None)
+        return {"ok": True, "user": user}
 
     async def _record(self, call: Call) -> None:
         async with self._changed:
@@ -226,6 +299,13 @@ class FakeSlack:
 def _ts(message: Message) -> tuple[int, int]:
     seconds, _, fraction = message.ts.partition(".")
     return int(seconds), int(fraction)
+
+
+def _blocks(blocks: Any) -> list[dict[str, Any]]:
+    """Blocks as sent: a list in JSON, or a JSON string in a form."""
+    if isinstance(blocks, str):
+        blocks = json.loads(blocks)
+    return list(blocks or [])
 
 
 def _as_read(message: Message, thread_ts: str) -> dict[str, Any]:
@@ -286,6 +366,21 @@ class SlackDelivery:
         )
         status, _ = await self.post(body, "application/json", secret=secret)
         return status
+
+    async def action(self, payload: dict[str, Any]) -> tuple[int, str]:
+        """An interactive payload (a button clicked), as Slack posts it: a form whose
+        ``payload`` is the JSON; it carries a response URL for ephemeral answers."""
+        payload = {
+            "type": "block_actions",
+            "team": {"id": TEAM_ID},
+            "api_app_id": API_APP_ID,
+            "token": "unused",
+            "trigger_id": "1.2.3",
+            "response_url": self.fake.response_url(),
+        } | payload
+        return await self.post(
+            urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded"
+        )
 
     async def command(
         self, command: str, text: str, *, user_id: str, channel_id: str

@@ -38,7 +38,6 @@ from bots.slack_adapter import SlackAdapter
 from bots.slack_app import build_app, run_slack
 from bots.slack_format import (
     HEADING_CHARS,
-    INVITE_ME_TEXT,
     STOP_REACTION,
     asked_line,
     cannot_post_text,
@@ -234,7 +233,8 @@ async def test_ask_where_the_bot_cannot_post_sends_nothing_and_tells_the_asker_a
     assert len(fake.calls_of("chat.postMessage")) == 1  # tried once, not retried
     assert await broker.request_queue_depth() == 0  # no question sent to the engine
     if error == "not_in_channel":
-        assert "/invite" in INVITE_ME_TEXT and "chat:write.public" in INVITE_ME_TEXT
+        invite_me = cannot_post_text(error)
+        assert "/invite" in invite_me and "chat:write.public" in invite_me
 
 
 async def test_a_mention_whose_answer_cannot_be_posted_sends_no_request(
@@ -374,6 +374,9 @@ def test_the_readme_slack_manifest_parses_and_grants_what_the_bot_calls() -> Non
     assert set(manifest["settings"]["event_subscriptions"]["bot_events"]) == {
         "app_mention",
         "reaction_added",
+        "agent_session_stopped",  # Slack's own stop button
     }
+    assert manifest["settings"]["interactivity"]["is_enabled"] is True  # the feedback buttons
+    assert manifest["features"]["agent_view"]["agent_description"]  # agent sessions: the button
     commands = {command["command"] for command in manifest["features"]["slash_commands"]}
     assert commands == {"/ask", "/rescrape"}
