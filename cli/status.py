@@ -4,8 +4,9 @@ Queue figures come from passive declares (``message_count``, ``consumer_count``)
 nothing and need no management plugin; the engine's health from its ``/healthz``: whether it
 is answering, its counts, and its knowledge base (``answering`` and ``knowledge_base``). An
 engine that does not report its knowledge base leaves the local ``CONCIERGE_KB_PATH`` file to
-show, labelled as local. Exit 0 when an engine is there to answer, 1 otherwise, 69 (from
-``main``) when the broker cannot be reached.
+show, labelled as local. An engine that runs but cannot answer (its model server down, with
+``CONCIERGE_BACKEND=openai``) is shown running, with what it waits for. Exit 0 when an engine
+is there to answer, 1 otherwise, 69 (from ``main``) when the broker cannot be reached.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from broker.amqp import peek_queues
 from broker.protocol import Names
 from config.settings import Settings
 from engine.knowledge import KnowledgeBase
+from engine.openai_server import public_url
 
 Health = dict[str, Any]  # the JSON of /healthz
 
@@ -105,22 +107,23 @@ async def status_command(
     bot_names: Sequence[str] = (),
     console: Console | None = None,
 ) -> int:
-    """Print the status screen; 0 when an engine is there to answer requests, else 1."""
+    """Print the status screen; 0 when an engine is there to answer requests, else 1 (none
+    runs, or the one that runs cannot answer now: the screen says which)."""
     url = health_url(settings)
     queues, health = await asyncio.gather(
         read_queues(settings, engine_names, bot_names), read_health(url)
     )
     console = console or Console(soft_wrap=True)  # long paths: the terminal wraps, not rich
     console.print(_queue_table(settings, queues))
-    engine_alive = _engine_alive(queues, health)
-    console.print(_engine_line(queues, engine_alive))
+    state = engine_state(queues, health)
+    console.print(engine_line(queues, state))
     if health is None:
         console.print(_no_health_line(url))
     else:
         console.print(health_table(health, url))
         console.print(requests_table(health))
     console.print(await knowledge_line(settings, health))
-    return 0 if engine_alive else 1
+    return 0 if state.answers else 1
 
 
 def _queue_table(settings: Settings, queues: list[QueueInfo]) -> Table:
@@ -133,18 +136,50 @@ def _queue_table(settings: Settings, queues: list[QueueInfo]) -> Table:
     return table
 
 
-def _engine_alive(queues: list[QueueInfo], health: Health | None) -> bool:
-    """An engine consumes its cancel queue for as long as it runs (a rescrape included), so a
-    consumer there, or a healthy ``/healthz``, means one is alive."""
-    if health is not None:
-        return bool(health.get("ok"))
-    return any(q.role.startswith("cancel") and (q.consumers or 0) > 0 for q in queues)
+@dataclass(frozen=True)
+class EngineState:
+    """Whether an engine runs, and whether it can answer now; ``why_not``: what stops it."""
+
+    running: bool
+    answers: bool
+    why_not: tuple[str, ...] = ()
 
 
-def _engine_line(queues: list[QueueInfo], alive: bool) -> str:
+def engine_state(queues: list[QueueInfo], health: Health | None) -> EngineState:
+    """An engine consumes its cancel queue for as long as it runs (a rescrape included), and
+    answers ``/healthz`` from its own event loop: either means it runs. Its ``ok`` says whether
+    it can answer now; when it cannot (a model server down, the broker lost, the model still
+    loading), it still runs, and ``why_not`` says what it waits for."""
+    consuming = any(q.role.startswith("cancel") and (q.consumers or 0) > 0 for q in queues)
+    if health is None:
+        return EngineState(running=consuming, answers=consuming)
+    if health.get("ok"):
+        return EngineState(running=True, answers=True)
+    return EngineState(running=True, answers=False, why_not=tuple(_why_not(health)))
+
+
+def _why_not(health: Health) -> list[str]:
+    reasons = []
+    if not health.get("broker_connected", True):
+        reasons.append("it is not connected to the broker")
+    if not health.get("model_loaded", True):
+        reasons.append("the model is still loading")
+    backend = health.get("backend")
+    if isinstance(backend, dict) and backend.get("server_answering") is False:
+        where = f" at {public_url(str(backend['url']))}" if backend.get("url") else ""
+        reasons.append(f"the model server{where} does not answer")
+    return reasons or ["its /healthz says it is not ok"]
+
+
+def engine_line(queues: list[QueueInfo], state: EngineState) -> str:
     request = next(q for q in queues if q.role == "request")
-    state = "[green]alive[/]" if alive else "[red]not seen[/]"
-    return f"[bold]engine[/] {state}; {plural(request.consumers or 0, 'worker')} taking requests"
+    if state.answers:
+        shown = "[green]alive[/]"
+    elif state.running:
+        shown = f"[yellow]running, not answering[/]: {'; '.join(state.why_not)}"
+    else:
+        shown = "[red]not seen[/]"
+    return f"[bold]engine[/] {shown}; {plural(request.consumers or 0, 'worker')} taking requests"
 
 
 def _no_health_line(url: str | None) -> str:
@@ -174,7 +209,7 @@ def health_table(health: Health, url: str | None) -> Table:
 def backend_text(backend: Health) -> str:
     """``openai: <model> at <url>`` for a model server, ``llama: <file>`` in process."""
     kind, model = backend.get("kind", "?"), backend.get("model")
-    where = f" at {backend['url']}" if backend.get("url") else ""
+    where = f" at {public_url(str(backend['url']))}" if backend.get("url") else ""
     return f"{kind}: {model or 'its default model'}{where}"
 
 

@@ -47,6 +47,8 @@ _SECRETS = (
         re.compile(r"(hooks\.slack(?:-gov)?\.com(?:/|\\/|%2F))[^\s\"'<>&]+", re.IGNORECASE),
         rf"\1{REDACTED}",
     ),
+    # A password in a URL (http://user:pass@host), as a library may log the URL it calls.
+    (re.compile(r"(://)[^/\s@:]+:[^/\s@]+@"), r"\1***@"),
 )
 # Library lines that say nothing an operator can use, by logger and message start.
 DROPPED_LINES = (

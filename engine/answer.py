@@ -15,7 +15,7 @@ from engine.cancelled import CancelledSessions
 from engine.ending import ending_event
 from engine.generation import Generation, run_token_loop
 from engine.grounding import closing
-from engine.llm import Backend, ChatMessage, GenerationLimits
+from engine.llm import Backend, BackendFailed, ChatMessage, GenerationLimits
 from engine.prompt import SitePrompts
 from engine.replies import Replies, TokenRelay
 
@@ -66,10 +66,8 @@ class AnswerJob:
             else:  # the site does not cover it, or the model does not write its language
                 generation.finished_at = time.monotonic()
         except Exception as error:
-            log.exception("generation failed")
             await relay.close()
-            reason = replies.text("engine.generation_failed", error=error)
-            await replies.failed(reason, text=generation.text)
+            await replies.failed(_failure_reason(error, replies), text=generation.text)
             return True
         await relay.close()
         if generation.finished_naturally:  # why it was cut, if it was; the quote and source
@@ -134,6 +132,21 @@ class AnswerJob:
                 log.warning("the asker's reply queue is gone")
                 self.cancelled.add(session_id)
                 return
+
+
+def _failure_reason(error: Exception, replies: Replies) -> str:
+    """Log a failed generation and give its reason for the asker, one sentence.
+
+    A failure the backend expects (``BackendFailed``: the model server is down, busy, refused
+    the key) is the operator's known situation, not a bug: one line, and its own sentence for
+    the asker. Anything else is a bug: its traceback in the log, and for the asker a sentence
+    that names no exception and shows nothing of the engine's insides (paths, messages)."""
+    if isinstance(error, BackendFailed):
+        detail = f" ({error.detail})" if error.detail else ""
+        log.warning("generation failed: %s%s", error, detail)
+        return replies.text("engine.generation_failed", error=error)
+    log.exception("generation failed")
+    return replies.text("engine.generation_failed", error=replies.text("engine.error"))
 
 
 def generation_limits(settings: Settings) -> GenerationLimits:

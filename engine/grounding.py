@@ -5,6 +5,8 @@ the site decides (docs/quality.md, "Grounded answers"):
 
 - the knowledge base is empty (no rescrape yet): nothing to stand on, so the model answers
   as a general assistant and a note after it says that is not the site's answer;
+- the message is small talk ("hi", "thanks!", ``engine/smalltalk.py``): no search needed and
+  no model answer, one friendly sentence in its language that says what the engine can do;
 - the site does not cover the question (``engine/knowledge/relevance.py``): no model answer at
   all, a sentence saying so in the question's language, no source (costs no engine seconds,
   invents nothing);
@@ -23,6 +25,7 @@ from broker.protocol import FinishReason
 from engine.knowledge import Passage, format_sources
 from engine.knowledge.evidence import Evidence, find_evidence, opening
 from engine.knowledge.relevance import relevant_passages
+from engine.smalltalk import small_talk
 from engine.wording import WORDING, Language, language_of
 
 
@@ -36,6 +39,7 @@ class Grounding:
     evidence: Evidence | None = None
     asks_model: bool = True
     note: str = ""  # said instead of evidence: the site does not cover it, or has no articles
+    small_talk: bool = False  # a greeting or thanks, answered by ``note`` alone
 
     @property
     def sources(self) -> tuple[str, ...]:
@@ -43,7 +47,8 @@ class Grounding:
 
     @property
     def not_on_site(self) -> bool:
-        return not self.passages
+        """No article answers it, and it asked something (small talk asks nothing)."""
+        return not self.passages and not self.small_talk
 
 
 def ground(
@@ -63,6 +68,8 @@ def ground(
     words = WORDING[language]
     if kb_empty:
         return Grounding(language, note=words.no_articles)
+    if (said := small_talk(question)) is not None:  # before the follow-up: "thanks!" asks nothing
+        return Grounding(language, asks_model=False, note=words.small_talk(said), small_talk=True)
     passages = relevant_passages(question, found)
     if not passages and follow_up_of:
         passages = relevant_passages(follow_up_of, found)

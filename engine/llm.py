@@ -46,6 +46,16 @@ class GenerationStopped(Exception):
     a backend reading from a server, while it waited for the next piece)."""
 
 
+class BackendFailed(Exception):
+    """An answer failed in a way the backend expects (a model server down, busy or refusing):
+    the message is the asker's reason, one sentence with no secret and no exception class;
+    ``detail`` (an exception's class, say) is for the engine's log only."""
+
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(reason)
+        self.detail = detail
+
+
 class BackendUnavailable(ConnectionError):
     """The model server cannot be reached at start (``CONCIERGE_BACKEND=openai``); the engine
     exits with the unavailable code, as for a missing broker."""

@@ -22,6 +22,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import httpx
 from pydantic import SecretStr
@@ -108,8 +109,8 @@ class OpenAIBackend:
 
     def __init__(self, options: OpenAIOptions) -> None:
         self.options = options
-        self.base_url = options.base_url.rstrip("/")
-        self.shown_url = public_url(self.base_url)
+        self.base_url, auth = without_userinfo(options.base_url.rstrip("/"))
+        self.shown_url = public_url(options.base_url.rstrip("/"))
         self.model = options.model or ""
         self.counter: ServerCounter | None = None  # how the server counts tokens; None: estimate
         self.has_slots = False  # llama.cpp's /slots says when a stopped answer has left
@@ -118,7 +119,7 @@ class OpenAIBackend:
         key = options.api_key
         headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key else {}
         timeout = httpx.Timeout(None, connect=CONNECT_TIMEOUT_S)  # the time limit bounds reads
-        self._http = httpx.AsyncClient(headers=headers, timeout=timeout)
+        self._http = httpx.AsyncClient(headers=headers, timeout=timeout, auth=auth)
 
     @classmethod
     def connect(cls, options: OpenAIOptions) -> OpenAIBackend:
@@ -207,8 +208,8 @@ class OpenAIBackend:
         except ModelServerError as error:
             pieces.put(error)
         except httpx.TransportError as error:  # the server died, or the network failed
-            reason = f"the model server closed the connection mid-answer ({type(error).__name__})"
-            pieces.put(ModelServerError(reason))
+            reason = "the model server closed the connection mid-answer"
+            pieces.put(ModelServerError(reason, type(error).__name__))
         except Exception as error:  # a bug: the worker reports it as an engine error
             pieces.put(error)
 
@@ -227,7 +228,7 @@ class OpenAIBackend:
                 if await backoff.retry(UNREACHABLE_RETRY_S):
                     continue
                 reason = f"cannot reach the model server at {self.shown_url}"
-                raise ModelServerError(f"{reason} ({type(error).__name__})") from None
+                raise ModelServerError(reason, type(error).__name__) from None
             if response.status_code == 200:
                 break
             body = (await response.aread()).decode(errors="replace")
@@ -290,6 +291,19 @@ class OpenAIBackend:
         except httpx.HTTPError:
             return False
         return response.status_code == 200
+
+
+def without_userinfo(url: str) -> tuple[str, httpx.BasicAuth | None]:
+    """``url`` without its ``user:password@``, and those as basic auth. httpx logs each
+    request's URL (at INFO, which the libraries log at): with the credentials in the URL they
+    would be in every line."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, host = parts.netloc.rsplit("@", 1)
+    user, _, password = userinfo.partition(":")
+    auth = httpx.BasicAuth(unquote(user), unquote(password))
+    return urlunsplit(parts._replace(netloc=host)), auth
 
 
 def _finish_reason(said: str | None) -> FinishReason | None:

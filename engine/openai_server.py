@@ -35,11 +35,12 @@ def estimate_tokens(messages: Sequence[ChatMessage]) -> int:
 
 
 def public_url(url: str) -> str:
-    """``url`` without any user or password in it, for logs and messages."""
+    """``url`` without any user or password in it (``***@`` instead), nor a query, which
+    may hold a key (``?api_key=``): for logs, messages and ``concierge status``."""
     parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
+    if "@" in parts.netloc:
+        parts = parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1])
+    return urlunsplit(parts._replace(query="", fragment=""))
 
 
 def server_root(base_url: str) -> str:

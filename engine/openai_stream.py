@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from engine.llm import BackendFailed
+
 DONE = "[DONE]"
 REASON_MAX_CHARS = 200  # a server's own message, cut to fit one line of a reply
 KEY_VARIABLE = "CONCIERGE_OPENAI_API_KEY"
@@ -28,7 +30,7 @@ TRUNCATED = "the model server's stream ended mid-answer"
 BUSY_STATUSES = (429, 503)
 
 
-class ModelServerError(Exception):
+class ModelServerError(BackendFailed):
     """The model server failed this answer. The message is the asker's reason: one line, never
     a secret (nothing here ever sees the API key)."""
 

@@ -17,11 +17,12 @@ from engine.history import (
     FittedHistory,
     TokenCounter,
     as_messages,
-    fit_history,
+    fit_history_in_blocks,
     search_text,
 )
 from engine.knowledge import KnowledgeBase, render_passages, select_passages
 from engine.llm import ChatMessage
+from engine.smalltalk import without_small_talk
 
 CHARS_PER_TOKEN = 3  # a cautious average, so the prompt fits the model's context
 PROMPT_OVERHEAD_TOKENS = 200  # chat template, instructions, the question's framing
@@ -77,10 +78,11 @@ class SitePrompts:
 
     def build(self, request: Request) -> Prompt:
         question, history = request.question, as_messages(request.history)
-        searched = search_text(question, history)
+        asked = without_small_talk(question)  # "Hi, when...": the site need not cover "hi"
+        searched = search_text(asked, history)
         found = self.kb.search(searched, self.settings.retrieval_passages)
         grounding = ground(
-            question,
+            asked,
             found,
             kb_empty=not found and self.kb.is_empty(),
             model_languages=self.settings.model_languages,
@@ -99,7 +101,8 @@ class SitePrompts:
 
     def _fit(self, question: str, articles: str, history: list[ChatMessage]) -> FittedHistory:
         """The newest turns that leave the answer its room (CONCIERGE_MAX_TOKENS) in the
-        model's context, counted in its tokens."""
+        model's context, counted in its tokens, the oldest dropped in blocks so the next
+        follow-up begins as this one (engine/history.py)."""
         room = self.settings.context_size - self.settings.max_tokens
 
         def fits(turns: Sequence[ChatMessage]) -> bool:
@@ -108,7 +111,7 @@ class SitePrompts:
             )
             return self.count_tokens(messages) <= room
 
-        return fit_history(history, fits) if history else NO_HISTORY
+        return fit_history_in_blocks(history, fits) if history else NO_HISTORY
 
     def _budget_chars(self, question: str, has_history: bool) -> int:
         """What is left of the model's context for the articles, in characters."""

@@ -2,9 +2,9 @@
 
 The texts are the catalogue's (``config/texts/engine.py``, keys ``engine.answer.*``); this
 module chooses the language. An answer's own sentences ("not on the site", the quote, why it
-was cut) follow the question, not the asker's locale: a Japanese question gets a Japanese
-answer, whoever asks it. English and Japanese are told apart by the question's script; any
-other language reads the English.
+was cut, the reply to small talk) follow the question, not the asker's locale: a Japanese
+question gets a Japanese answer, whoever asks it. English and Japanese are told apart by the
+question's script; any other language reads the English.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 
 from config.texts import LOCALES, Locale, t
+from engine.smalltalk import SmallTalk
 
 Language = Locale
 # Kana, or kanji: a question holding either is read as Japanese (Chinese reads Japanese too).
@@ -28,6 +29,12 @@ class Wording:
     evidence: str  # before the quote of the article ({quote})
     cut_repetition: str  # after an answer stopped for repeating itself
     cut_length: str  # after one stopped at CONCIERGE_MAX_TOKENS ({max_tokens})
+    greeting: str  # the whole answer to small talk (engine/smalltalk.py): "hi"
+    thanks: str  # "thanks!"
+    goodbye: str  # "bye"
+
+    def small_talk(self, said: SmallTalk) -> str:
+        return {"greeting": self.greeting, "thanks": self.thanks, "goodbye": self.goodbye}[said]
 
 
 def wording(language: Language) -> Wording:
@@ -37,6 +44,9 @@ def wording(language: Language) -> Wording:
         evidence=t("engine.answer.evidence", language),
         cut_repetition=t("engine.answer.cut_repetition", language),
         cut_length=t("engine.answer.cut_length", language),
+        greeting=t("engine.answer.greeting", language),
+        thanks=t("engine.answer.thanks", language),
+        goodbye=t("engine.answer.goodbye", language),
     )
 
 

@@ -167,9 +167,9 @@ class Worker:
             if job.acks_at_start:
                 await envelope.ack()
             finished = await self._serve(job, request, replies, envelope.redelivered)
-        except Exception as error:  # a bug must end in a visible state, not in silence
+        except Exception:  # a bug must end in a visible state, not in silence; logged whole
             log.exception("request failed")
-            await replies.failed(replies.text("engine.error", error=error))
+            await replies.failed(replies.text("engine.error"))
             finished = True
         finally:
             self._idle.set()

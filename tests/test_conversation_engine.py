@@ -32,7 +32,7 @@ from cli.benchmarks import report
 from cli.benchmarks.conversation import CACHED, UNCACHED, ConversationConfig, run_conversation
 from cli.benchmarks.rig import BenchBackend
 from config.settings import Settings, load_settings
-from engine.history import as_messages
+from engine.history import as_messages, block_start
 from engine.knowledge.builder import build_kb
 from engine.knowledge.models import Article
 from engine.llm import Backend, ChatMessage, GenerationLimits, LlamaBackend
@@ -142,9 +142,17 @@ async def test_a_history_larger_than_the_context_loses_its_oldest_turns_and_says
     assert prompt.messages[1:-1] == kept
     room = settings.context_size - settings.max_tokens
     assert backend.count_tokens(prompt.messages) <= room
-    one_more = as_messages(history)[done.history_dropped - 1 :]
+    # the most that fit, and then whole blocks of the oldest dropped (engine/history.py)
     system, question = settings.system_prompt, "What did I say last?"
-    assert backend.count_tokens(chat_messages(system, question, history=one_more)) > room
+    window = len(history) - done.history_dropped
+    while (
+        backend.count_tokens(
+            chat_messages(system, question, history=as_messages(history)[-(window + 1) :])
+        )
+        <= room
+    ):
+        window += 1
+    assert done.history_dropped == block_start(len(history), window)
 
 
 # --- a follow-up's search -----------------------------------------------------------------

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
+from collections.abc import Sequence
 from contextlib import suppress
 
 import aio_pika
@@ -29,7 +31,8 @@ from broker.protocol import (
     make_request,
 )
 from config.settings import Settings
-from engine.llm import Backend
+from config.texts import t
+from engine.llm import Backend, ChatMessage, GenerationLimits, Pieces, ShouldStop
 from engine.replies import Replies, TokenRelay
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.helpers import collect, token_text, wait_for_tokens
@@ -458,3 +461,40 @@ async def test_the_engine_gives_its_reasons_in_the_askers_locale(
         f"質問が長すぎます：{limit + 1} 文字（上限 {limit} 文字）",  # noqa: RUF001
         f"question too long: {limit + 1} > {limit}",
     ]
+
+
+class BrokenModel:
+    """The real model's token counts, but its generation fails the way a bug would (a fake of
+    llama.cpp only: the engine around it is real)."""
+
+    def __init__(self, real: Backend) -> None:
+        self.real = real
+
+    def stream(
+        self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
+    ) -> Pieces:
+        yield "Hel"
+        raise KeyError("n_vocab at /srv/models/x.gguf")
+
+    def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
+        return self.real.count_tokens(messages)
+
+
+async def test_an_unexpected_failure_tells_the_asker_one_sentence_and_logs_its_traceback(
+    settings: Settings,
+    backend: Backend,
+    broker: Broker,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    engine = await start_engine(settings, BrokenModel(backend))
+    caplog.set_level(logging.INFO)
+    async with ConciergeClient(settings, "test") as client:
+        end = (await collect(await client.ask(Ask("Say hello.", "u1"))))[-1]
+    await engine.stop()
+
+    assert isinstance(end, Failed) and end.text == "Hel"
+    assert end.reason == t("engine.generation_failed", "en", error=t("engine.error", "en"))
+    assert "KeyError" not in end.reason and "/srv" not in end.reason
+    failed = [r for r in caplog.records if r.name == "engine.answer" and r.exc_info]
+    assert len(failed) == 1 and failed[0].exc_info is not None
+    assert failed[0].exc_info[0] is KeyError  # the operator gets the traceback

@@ -17,7 +17,7 @@ import pytest
 from bots.ask import Ask
 from bots.client import ConciergeClient
 from broker.amqp import Broker
-from broker.protocol import Done, FinishReason, ReplyEvent
+from broker.protocol import Done, FinishReason, HistoryTurn, ReplyEvent, make_request
 from config.settings import Settings
 from config.texts import t
 from config.texts.engine import TEXTS as ENGINE_TEXTS
@@ -30,6 +30,7 @@ from engine.knowledge.builder import build_kb
 from engine.knowledge.extract import extract_article
 from engine.knowledge.models import Article
 from engine.llm import Backend, ChatMessage, GenerationLimits, Pieces, ShouldStop
+from engine.prompt import SitePrompts
 from engine.repetition import RepetitionDetector
 from engine.replies import EventHeader
 from engine.wording import WORDING
@@ -113,6 +114,65 @@ async def test_a_question_the_site_does_not_cover_is_told_so_without_a_source(
     assert done.text == said
     assert done.not_on_site and done.sources == ()
     assert done.tokens == 0  # the model was not asked: nothing to invent, no engine time
+
+
+async def test_small_talk_gets_a_friendly_sentence_without_the_model_or_a_source(
+    site_client: ConciergeClient,
+) -> None:
+    said = {
+        "hi": WORDING["en"].greeting,
+        "Hello!": WORDING["en"].greeting,
+        "thanks!": WORDING["en"].thanks,
+        "こんにちは": WORDING["ja"].greeting,
+        "ありがとう": WORDING["ja"].thanks,
+    }
+    for number, (question, answer) in enumerate(said.items()):
+        done = (await collect(await site_client.ask(Ask(question, f"u{number}"))))[-1]
+
+        assert isinstance(done, Done) and done.text == answer, question
+        assert done.tokens == 0 and done.sources == ()  # no model call, nothing cited
+        assert not done.not_on_site  # not a question the site fails to cover
+
+    earlier = (  # thanks after an answer: small talk, not a follow-up about the ferry
+        HistoryTurn(role="user", text="When does the last ferry leave?"),
+        HistoryTurn(role="assistant", text="The last ferry leaves Minato at 16:50."),
+    )
+    thanked = (await collect(await site_client.ask(Ask("Thank you!", "u9", history=earlier))))[-1]
+    assert isinstance(thanked, Done)
+    assert (thanked.text, thanked.tokens, thanked.sources) == (WORDING["en"].thanks, 0, ())
+
+
+@pytest.mark.parametrize(
+    ("question", "article"),
+    [
+        ("Hi, when does the last ferry leave?", "ferry-timetable"),
+        ("Thanks! And how much is the museum?", "museum-hours"),
+        ("When does the last ferry leave? Thanks!", "ferry-timetable"),
+        ("こんにちは、ようかんはいくらですか\uff1f", "yokan-shop"),
+        ("ありがとう。温泉の入浴料はいくらですか", "onsen"),
+    ],
+)
+def test_a_question_with_a_greeting_or_thanks_around_it_is_still_a_question(
+    settings: Settings, question: str, article: str
+) -> None:
+    """Searched and judged without its small talk: counted as something the site must cover,
+    "thanks" or "こんにちは" made a covered question read as not covered."""
+    build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
+    request = make_request(reply_to="b", user_id="u", question=question, ttl_s=9)
+
+    prompt = SitePrompts(settings, lambda messages: 0).build(request)
+
+    assert prompt.grounding.sources == (f"{BASE}/{article}.html",)
+    assert prompt.grounding.evidence is not None and not prompt.grounding.small_talk
+
+
+async def test_a_japanese_question_after_a_greeting_gets_its_quote(
+    site_client: ConciergeClient,
+) -> None:
+    done, _ = await ask(site_client, "こんにちは、ようかんはいくらですか\uff1f")
+
+    assert done.sources == (f"{BASE}/yokan-shop.html",) and "1,500" in done.text
+    assert done.tokens == 0  # the quote alone, as for the question without its greeting
 
 
 async def test_a_hiragana_question_gets_its_passage_quoted(

@@ -37,7 +37,7 @@ from broker.amqp import Broker
 from broker.protocol import Cancelled, Done, Failed, FinishReason, Started
 from cli.main import EXIT_CONFIG, EXIT_UNAVAILABLE
 from cli.main import main as concierge_main
-from cli.status import health_table
+from cli.status import health_table, status_command
 from config.settings import ConfigError, Settings, default_model_path
 from engine.llm import (
     BackendUnavailable,
@@ -443,6 +443,7 @@ class StandIn:
         self.slots: list[Slots] = []
         self.completions = 0
         self.events: list[str] = []
+        self.authorizations: set[str] = set()  # the Authorization headers that reached it
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -450,6 +451,7 @@ class StandIn:
         return app
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        self.authorizations.add(request.headers.get("Authorization", ""))
         if request.path == "/slots" and self.slots:
             state = self.slots.pop(0) if len(self.slots) > 1 else self.slots[0]
             free = any(not slot.get("is_processing", slot.get("state")) for slot in state)
@@ -640,6 +642,7 @@ def test_status_shows_the_backend_and_whether_its_server_answers(answering: bool
 def test_urls_in_messages_never_carry_credentials() -> None:
     assert public_url("https://user:pw@models.example/v1") == "https://***@models.example/v1"
     assert public_url("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/v1"
+    assert public_url("https://models.example/v1?api_key=sk-1#x") == "https://models.example/v1"
 
 
 # --- through the engine --------------------------------------------------------------------
@@ -698,3 +701,59 @@ async def test_the_engine_serves_on_through_a_server_that_dies_and_comes_back(
     finally:
         await engine.stop()
         await asyncio.to_thread(backend.close)
+
+
+CLASS_NAME_RE = re.compile(r"\b[A-Z][a-z]+(?:[A-Z][a-z]+)*(?:Error|Exception|Timeout)\b")
+
+
+async def test_with_the_model_server_down_status_says_the_engine_runs_and_what_is_unreachable(
+    server: ModelServer,
+    settings: Settings,
+    broker: Broker,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The engine answers ``/healthz`` with ``ok`` false: status says it runs, and that the
+    model server (its URL without the credentials) does not answer; an answer asked meanwhile
+    fails with one sentence, logged as one line without a traceback."""
+    monkeypatch.setattr(openai_backend, "UNREACHABLE_RETRY_S", 0.5)
+    monkeypatch.setenv("COLUMNS", "200")
+    stand_in = StandIn(server.base_url)
+    proxy = web.AppRunner(stand_in.app())
+    await proxy.setup()
+    site = web.TCPSite(proxy, "127.0.0.1", 0)
+    await site.start()
+    port = proxy.addresses[0][1]
+    url = f"http://ops:s3cret@127.0.0.1:{port}/v1"
+    settings = settings.model_copy(update={"backend": "openai", "openai_base_url": url})
+    backend = await asyncio.to_thread(OpenAIBackend.connect, OpenAIOptions(url))
+    engine = await start_engine(settings, backend)
+    try:
+        async with (
+            ConciergeClient(settings, "test") as client,
+            MetricsServer(engine.worker.metrics) as served,
+        ):
+            await proxy.cleanup()  # the model server is gone; the engine runs on
+            code = await status_command(settings.model_copy(update={"metrics_port": served.port}))
+            output = capsys.readouterr().out
+            caplog.set_level(logging.INFO)
+            down = (await collect(await client.ask(Ask("Say hello.", "u1")), 120))[-1]
+    finally:
+        await engine.stop()
+        await asyncio.to_thread(backend.close)
+
+    assert stand_in.authorizations == {"Basic b3BzOnMzY3JldA=="}  # ops:s3cret, not in the URL
+    assert code == 1  # no engine can answer now
+    assert "not seen" not in output
+    assert "engine running, not answering" in output
+    assert f"the model server at http://***@127.0.0.1:{port}/v1 does not answer" in output
+    assert "s3cret" not in output
+    assert isinstance(down, Failed)
+    assert f"cannot reach the model server at http://***@127.0.0.1:{port}/v1" in down.reason
+    assert CLASS_NAME_RE.search(down.reason) is None, down.reason
+    assert "s3cret" not in down.reason
+    failed = [r for r in caplog.records if r.name == "engine.answer" and "failed" in r.message]
+    assert len(failed) == 1 and failed[0].exc_info is None and failed[0].levelno == logging.WARNING
+    assert "cannot reach the model server" in failed[0].getMessage()
+    assert "Traceback" not in caplog.text and "s3cret" not in caplog.text

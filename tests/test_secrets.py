@@ -229,3 +229,14 @@ def test_a_traceback_holding_a_token_is_redacted(json_lines: bool) -> None:
 
     assert "edit failed" in output.getvalue() and "RuntimeError" in output.getvalue()
     assert DISCORD_TOKEN not in output.getvalue()
+
+
+def test_a_password_in_a_url_is_left_out_of_log_lines() -> None:
+    """httpx and aio-pika log the URLs they use; a model server's or broker's password stays out."""
+    line = "HTTP Request: GET http://bob:s3cret@127.0.0.1:8080/v1/models 200; amqp://guest:pw@mq/"
+    assert (
+        redact(line) == "HTTP Request: GET http://***@127.0.0.1:8080/v1/models 200; amqp://***@mq/"
+    )
+    assert (
+        redact("https://example.com/a@b and mailto:x@y") == "https://example.com/a@b and mailto:x@y"
+    )

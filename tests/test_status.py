@@ -16,7 +16,16 @@ from bots.ask import Ask
 from bots.client import ConciergeClient
 from broker.amqp import Broker, BrokerUnavailable
 from cli.kb import relevance
-from cli.status import Health, health_table, knowledge_line, requests_table, status_command
+from cli.status import (
+    Health,
+    QueueInfo,
+    engine_line,
+    engine_state,
+    health_table,
+    knowledge_line,
+    requests_table,
+    status_command,
+)
 from config.settings import Settings
 from engine.knowledge import KbStats, rescrape
 from engine.metrics import MetricsServer
@@ -231,3 +240,30 @@ def test_the_operations_guide_names_the_metrics_port_for_scaling() -> None:
     scaling = guide.split("## Scaling out", 1)[1].split("\n## ", 1)[0]
     assert "`CONCIERGE_METRICS_PORT` must differ per worker on one host" in scaling
     assert "requests pause" not in guide  # a rescrape runs beside the answers
+
+
+def test_an_engine_that_runs_but_cannot_answer_is_shown_running_with_the_reason() -> None:
+    """``/healthz`` answered with ``ok`` false: the engine runs (it answered), so status never
+    says "not seen"; it says what the engine waits for, the model server's URL without its
+    credentials."""
+    queues = [QueueInfo("request", "p.request", "ok", 0, 1)]
+    server_down = REPORTING_ENGINE | {
+        "ok": False,
+        "backend": {
+            "kind": "openai",
+            "url": "http://ops:s3cret@gpu:8000/v1?api_key=sk-9",
+            "server_answering": False,
+        },
+    }
+    loading = REPORTING_ENGINE | {"ok": False, "model_loaded": False}
+
+    down, starting = engine_state(queues, server_down), engine_state(queues, loading)
+    line = rendered(engine_line(queues, down))
+
+    assert (down.running, down.answers) == (True, False)
+    assert line.startswith("engine running, not answering: ")
+    assert "the model server at http://***@gpu:8000/v1 does not answer" in line
+    assert "s3cret" not in line and "sk-9" not in line
+    assert starting.why_not == ("the model is still loading",)
+    assert engine_state(queues, REPORTING_ENGINE).answers
+    assert not engine_state(queues, None).running  # no health, no cancel consumer

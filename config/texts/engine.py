@@ -27,6 +27,19 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
             "（管理者が rescrape を実行すると、サイトを読み込みます）。"
         ),
     },
+    # small talk ("hi", "thanks!", engine/smalltalk.py): the whole answer, no model, no source
+    "engine.answer.greeting": {
+        "en": "Hello! Ask me anything about the site's articles.",
+        "ja": "こんにちは！サイトの記事について、なんでも聞いてください。",
+    },
+    "engine.answer.thanks": {
+        "en": "You're welcome! Ask me anything else about the site's articles.",
+        "ja": "どういたしまして。ほかにもサイトの記事について、なんでも聞いてください。",
+    },
+    "engine.answer.goodbye": {
+        "en": "Goodbye! Come back any time with a question about the site's articles.",
+        "ja": "さようなら。サイトの記事について聞きたいことがあれば、いつでもどうぞ。",
+    },
     "engine.answer.evidence": {  # before the quote of the article
         "en": "From the site: \u201c{quote}\u201d",
         "ja": "サイトの記事より：「{quote}」",
@@ -64,9 +77,9 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "en": "time limit of {limit_s} s reached",
         "ja": "制限時間 {limit_s} 秒に達しました",
     },
-    "engine.error": {
-        "en": "engine error: {error}",
-        "ja": "回答エンジンのエラー：{error}",
+    "engine.error": {  # a bug: the details (exception, traceback) go to the engine's log only
+        "en": "an unexpected error in the engine (its log has the details)",
+        "ja": "回答エンジンで予期しないエラーが起きました（詳細はエンジンのログにあります）",
     },
     "engine.generation_failed": {
         "en": "generation failed: {error}",

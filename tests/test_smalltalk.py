@@ -1,0 +1,87 @@
+"""Small talk ("hi", "thanks!", "ありがとう") told apart from questions: the pure rule. The
+answers through the real engine are in tests/test_grounded.py."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.smalltalk import small_talk, without_small_talk
+
+
+@pytest.mark.parametrize(
+    ("said", "kind"),
+    [
+        ("hi", "greeting"),
+        ("Hello!", "greeting"),
+        ("hey there 👋", "greeting"),
+        ("Good morning.", "greeting"),
+        ("hello?", "greeting"),  # is anyone there: still no question about the site
+        ("thanks!", "thanks"),
+        ("Thank you very much", "thanks"),
+        ("ok, thanks a lot!!", "thanks"),
+        ("hi, thanks", "thanks"),  # thanks said last counts over the greeting
+        ("Great, thank you for the help.", "thanks"),
+        ("bye", "goodbye"),
+        ("こんにちは", "greeting"),
+        ("こんにちは！", "greeting"),  # noqa: RUF001  # full-width, as typed in Japanese
+        ("おはようございます。", "greeting"),
+        ("ありがとう", "thanks"),
+        ("ありがとうございました！", "thanks"),  # noqa: RUF001
+        ("どうもありがとう", "thanks"),
+        ("さようなら", "goodbye"),
+        ("ＨＥＬＬＯ", "greeting"),  # noqa: RUF001  # full-width Latin
+    ],
+)
+def test_greetings_and_thanks_are_small_talk(said: str, kind: str) -> None:
+    assert small_talk(said) == kind
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "hi, how do I return an item?",
+        "Hello, when does the last ferry leave?",
+        "thanks, and how much is the ticket?",
+        "thanks for the ferry times",
+        "Hi! Is the museum open on Mondays?",
+        "こんにちは、ようかんはいくらですか？",  # noqa: RUF001
+        "ありがとう。温泉は何時までですか",
+        "ok",  # no greeting nor thanks in it
+        "hello world program in python",
+        "",
+        "?",
+        "thanks " * 30,  # not short
+        "high tide",  # "hi" only as a whole word
+        "Thanksgiving opening hours",
+    ],
+)
+def test_a_question_is_never_small_talk(said: str) -> None:
+    assert small_talk(said) is None
+
+
+@pytest.mark.parametrize(
+    ("asked", "searched"),
+    [
+        ("Hi, when does the last ferry leave?", "when does the last ferry leave?"),
+        ("Thanks! And how much is the ticket?", "how much is the ticket?"),
+        ("When does the ferry leave? Thanks!", "When does the ferry leave?"),
+        ("こんにちは、ようかんはいくらですか？", "ようかんはいくらですか？"),  # noqa: RUF001
+        ("THANKS!! how much?", "how much?"),
+        # unchanged: nothing around it, only fillers, no word end, or small talk alone
+        ("When does the ferry leave?", "When does the ferry leave?"),
+        ("And how much is the ticket?", "And how much is the ticket?"),
+        ("おやすみの日はいつですか", "おやすみの日はいつですか"),  # a day off, not good night
+        ("こんにちはようかん", "こんにちはようかん"),
+        ("Highlights of the festival?", "Highlights of the festival?"),
+        ("Where can I see you", "Where can I see you"),  # after it: a sentence of its own only
+        (
+            "What time is the first boat in the morning?",
+            "What time is the first boat in the morning?",
+        ),
+        ("thanks!", "thanks!"),
+    ],
+)
+def test_the_search_reads_a_question_without_the_small_talk_around_it(
+    asked: str, searched: str
+) -> None:
+    assert without_small_talk(asked) == searched
