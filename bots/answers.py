@@ -296,8 +296,12 @@ class Answers(Generic[K]):
     async def _cancel(self, answer: Answer, user_id: str) -> bool:
         if answer.stopped_by is not None:  # someone else's stop got here while we asked
             return False
-        answer.stopped_by = user_id
-        await self.client.cancel(answer.session, user_id)
+        answer.stopped_by = user_id  # before the await: a second stop meanwhile is not sent
+        try:
+            await self.client.cancel(answer.session, user_id)
+        except BaseException:  # not sent (the broker, or the click's time ran out): try again
+            answer.stopped_by = None
+            raise
         return True
 
     async def close(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:

@@ -68,7 +68,7 @@ class FeedbackRecorder:
                 feedback.platform,
                 feedback.sent_at,
             )
-        except (sqlite3.Error, OSError, RuntimeError) as error:
+        except Exception as error:  # unacknowledged, it would hold a prefetch slot for good
             log.warning("vote on %s not stored: %s", feedback.session_id, error)
             await (envelope.ack() if envelope.redelivered else envelope.requeue())
             return

@@ -140,6 +140,7 @@ class EngineMetrics:
             ["article", "vote"],
             registry=registry,
         )
+        self._article_series: set[tuple[str, str]] = set()  # shown now
         self.show_votes(VoteTotals({}, {}))
 
     # --- what the worker calls -----------------------------------------------------------
@@ -175,9 +176,13 @@ class EngineMetrics:
         every = {(vote, outcome) for vote in VOTES for outcome in (*OUTCOMES, UNKNOWN)}
         for vote, outcome in every | totals.by_outcome.keys():
             self.feedback_votes.labels(vote, outcome).set(totals.by_outcome.get((vote, outcome), 0))
-        self.feedback_article_votes.clear()
+        # Set the new totals, then remove only the series that are gone: a scrape meanwhile
+        # (on the metrics thread) never sees the articles missing.
         for (article, vote), count in totals.by_article.items():
             self.feedback_article_votes.labels(article, vote).set(count)
+        for article, vote in self._article_series - totals.by_article.keys():
+            self.feedback_article_votes.remove(article, vote)
+        self._article_series = set(totals.by_article)
 
     def _count(self, outcome: str) -> None:
         self.requests.labels(outcome).inc()

@@ -33,7 +33,6 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "ja": "⏱️ 時間切れ：回答エンジンから返事がありません",
     },
     "status.refused": {"en": "⚠️ {detail}", "ja": "⚠️ {detail}"},
-    "status.separator": {"en": " · ", "ja": " · "},
     # --- what the final status line adds when older messages were left out ---
     "notice.no_history": {
         "en": "the earlier messages were not used",
@@ -99,7 +98,6 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
     },
     "stop.stopping": {"en": "Stopping the answer.", "ja": "回答を停止します。"},
     # --- feedback on a finished answer ---
-    "vote.question": {"en": "Was this answer helpful?", "ja": "この回答は役に立ちましたか？"},
     "vote.up": {"en": "Helpful", "ja": "役に立った"},
     "vote.down": {"en": "Not helpful", "ja": "役に立たなかった"},
     "vote.thanks_up": {
