@@ -161,14 +161,16 @@ class SlackAdapter:
 
     async def on_stop_control(self, event: dict[str, Any]) -> None:
         """Slack's own stop button for AI apps (``agent_session_stopped``): stops the answer
-        it names (one of its streams, else its thread's question), as :octagonal_sign: does. A
-        stranger is told, alone, that only the asker or an admin may."""
+        it names (one of its streams, else the answer last started in its thread), as
+        :octagonal_sign: does. A stranger is told, alone, that only the asker or an admin may."""
         channel, user_id = event.get("channel", ""), event.get("user", "")
         thread_ts = event.get("thread_ts", "")
-        named = [*(event.get("streaming_message_ts") or []), thread_ts]
-        answer = next((a for ts in named if (a := self.answers.find((channel, ts)))), None)
+        latest = self.native.answering.get((channel, thread_ts), "")
+        named = [*(event.get("streaming_message_ts") or []), latest, thread_ts]
+        answer = next((a for ts in named if ts and (a := self.answers.find((channel, ts)))), None)
         if answer is None:
             log.info("slack: a stop in %s/%s for no answer in progress", channel, thread_ts)
+            await self._session_active(channel, thread_ts)
             return
         session_id = answer.session.session_id
         outcome = await self.answers.stop_session(
@@ -270,6 +272,15 @@ class SlackAdapter:
             await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
         except SlackApiError as error:
             log.warning("slack: could not post in %s: %s", channel, error.response["error"])
+
+    async def _session_active(self, channel: str, thread_ts: str) -> None:
+        """Give the thread's agent session back to the asker: Slack set it stopping."""
+        try:
+            await self.web.agents_sessions_setStatus(
+                channel_id=channel, thread_ts=thread_ts, status="active"
+            )
+        except Exception as error:  # an app that is no agent, or Slack out of reach
+            log.info("slack: the agent session in %s was not set active: %r", channel, error)
 
     async def _whisper(self, channel: str, thread_ts: str, user_id: str, text: str) -> None:
         """``text`` for ``user_id`` alone (ephemeral), in the thread."""

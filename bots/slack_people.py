@@ -4,8 +4,9 @@ whether they are an admin.
 The locale picks the language of every text the bot writes for them (``include_locale``: Slack
 leaves it out otherwise); without one, ``CONCIERGE_LOCALE``. A user's record is kept for
 ``USER_KEEP_S`` (a changed language shows within the hour) and at most ``USERS_KEPT`` of them,
-so asking costs one call per person per hour. Whether someone is an admin is asked afresh each
-time: a stop or a rescrape must not rest on an hour-old answer.
+so asking costs one call per person per hour (a lookup that failed is kept for
+``FAILED_KEEP_S``). Whether someone is an admin is asked afresh each time: a stop or a
+rescrape must not rest on an hour-old answer.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ log = logging.getLogger(__name__)
 
 USERS_KEPT = 1000
 USER_KEEP_S = 3600.0
+FAILED_KEEP_S = 60.0  # a lookup that failed is not tried again for each event
 LOOKUP_TIMEOUT_S = 2.0  # a slash command must be answered within 3 s, locale or not
 
 
@@ -38,19 +40,20 @@ class SlackPeople:
         self.web = web
         self.default = default
         self.admin_ids = admin_ids
+        # By user id: when the record goes stale, and the record ({} if the lookup failed).
         self._users: OrderedDict[str, tuple[float, Mapping[str, Any]]] = OrderedDict()
 
     async def user(self, user_id: str) -> Mapping[str, Any]:
         """What Slack says of ``user_id`` ({} if it says nothing in time)."""
         kept = self._users.get(user_id)
-        if kept is not None and time.monotonic() - kept[0] < USER_KEEP_S:
+        if kept is not None and time.monotonic() < kept[0]:
             self._users.move_to_end(user_id)
             return kept[1]
         user = await self._look_up(user_id)
-        if user:
-            self._users[user_id] = (time.monotonic(), user)
-            if len(self._users) > USERS_KEPT:
-                self._users.popitem(last=False)
+        self._users[user_id] = (time.monotonic() + (USER_KEEP_S if user else FAILED_KEEP_S), user)
+        self._users.move_to_end(user_id)
+        if len(self._users) > USERS_KEPT:
+            self._users.popitem(last=False)
         return user
 
     async def _look_up(self, user_id: str) -> Mapping[str, Any]:
@@ -62,6 +65,9 @@ class SlackPeople:
             return {}
         except TimeoutError:
             log.info("slack: users.info for %s took over %g s", user_id, LOOKUP_TIMEOUT_S)
+            return {}
+        except Exception as error:  # Slack out of reach: the default locale serves
+            log.info("slack: users.info for %s failed: %r", user_id, error)
             return {}
         return response.get("user") or {}
 

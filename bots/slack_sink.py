@@ -26,8 +26,8 @@ from bots.slack_format import (
     section_blocks,
 )
 from bots.slack_markdown import stream_markdown
-from bots.slack_status import Feature, ThreadStatus
-from bots.slack_stream import MessageStream, StreamBroken, Streaming, stop_quietly
+from bots.slack_status import ThreadStatus
+from bots.slack_stream import Feature, MessageStream, StreamBroken, stop_quietly
 from bots.slack_votes import vote_blocks
 from config.texts import Locale
 
@@ -58,9 +58,14 @@ class Native:
     """Slack's features for AI apps, as far as one bot has seen them work: whether it may
     stream, set thread statuses and keep agent sessions (shared by all its answers)."""
 
-    streaming: Streaming = field(default_factory=Streaming)
+    streaming: Feature = field(
+        default_factory=lambda: Feature("streaming", "answers are updated in place instead")
+    )
     statuses: Feature = field(default_factory=lambda: Feature("the thread status"))
     sessions: Feature = field(default_factory=lambda: Feature("the agent session"))
+    # The first message of the answer that last started in each (channel, thread): what Slack's
+    # stop control, which names the thread, means (an answer taken off when it ends).
+    answering: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 class SlackSink:
@@ -136,10 +141,16 @@ class SlackSink:
         self.on_post(message)
         if after is None:
             self.first_ts = message.ts
-            await self._stop_button(message, add=True)
-        if stream is not None:
-            await self._show_streamed(message, stream, content)
-        await self._show_status(content)
+            if self.thread_ts:
+                self.native.answering[(self.channel, self.thread_ts)] = message.ts
+        try:  # the message exists: raising would make the renderer post it again
+            if after is None:
+                await self._stop_button(message, add=True)
+            if stream is not None:
+                await self._show_streamed(message, stream, content)
+            await self._show_status(content)
+        except Exception as error:
+            log.warning("slack: a posted message was not finished: %r", error)
         return message
 
     async def edit(self, handle: SlackMessage, content: MessageContent) -> None:
@@ -152,6 +163,12 @@ class SlackSink:
 
     async def ended(self, first: SlackMessage | None) -> None:
         """Take the bot's own :octagonal_sign: off the first message: nothing left to stop."""
+        if self.status is not None:
+            await self.status.close()
+        if first is not None and self.thread_ts:
+            where = (self.channel, self.thread_ts)
+            if self.native.answering.get(where) == first.ts:
+                del self.native.answering[where]
         if first is not None:
             await self._stop_button(first, add=False)
             if self._left_streaming == first.ts:  # taken over, and never rewritten
@@ -166,7 +183,7 @@ class SlackSink:
         stream (then the message is posted)."""
         if not self.streaming or thread_ts is None or not self.native.streaming.allowed():
             return None
-        markdown = stream_markdown(content.body)
+        markdown = stream_markdown(_streamable(content))
         try:
             stream = await MessageStream.start(
                 self.web, self.channel, thread_ts, markdown, recipient=self.recipient
@@ -183,12 +200,12 @@ class SlackSink:
     ) -> None:
         """Append what ``content`` adds; stop the stream when the message is complete. A
         stream that cannot show it is stopped, and the message rewritten whole."""
-        ends = content.status is None or content.status in FINAL_STATUSES
-        end = self._markdown_footer(content) if ends else None
+        end = self._markdown_footer(content) if _ends(content) else None
+        markdown = stream_markdown(_streamable(content))
         try:
-            await stream.show(stream_markdown(content.body), end=end, blocks=self._votes(content))
+            await stream.show(markdown, end=end, blocks=self._votes(content))
         except StreamBroken as broken:
-            self.native.streaming.broke(str(broken))
+            log.info("slack: a stream ended early (%s); its message is updated instead", broken)
             await stream.abandon()
             await self._update(handle, content)
 
@@ -267,3 +284,17 @@ class SlackSink:
             await self.tell_asker(cannot_post_text(error, self.locale))
         except Exception as failure:  # the response URL expired, or Slack is down
             log.warning("slack: could not tell the asker why: %s", failure)
+
+
+def _ends(content: MessageContent) -> bool:
+    """Whether ``content`` completes its message (a continuation follows, or it is over)."""
+    return content.status is None or content.status in FINAL_STATUSES
+
+
+def _streamable(content: MessageContent) -> str:
+    """What of ``content``'s text may be streamed now: all of it once the message is complete,
+    else up to its last space or newline, which ``split_text`` keeps in this message if the
+    text overflows (a stream cannot take back what it showed)."""
+    if _ends(content):
+        return content.body
+    return content.body[: max(content.body.rfind(" "), content.body.rfind("\n")) + 1]

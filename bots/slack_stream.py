@@ -7,7 +7,9 @@ How a streamed answer fits the ``Renderer``'s two calls (``SlackSink`` makes the
   answer's first message, so the request's context names it, the 🛑 goes on it, and a stop on
   it finds the answer. While it waits, the thread's status says where it is in the queue
   (``slack_status``; set after the stream starts, since Slack clears it when the app replies).
-- each ``edit`` appends what the text grew by; the renderer already throttles edits.
+- each ``edit`` appends what the text grew by, up to its last space or newline while more may
+  come: a message that overflows is cut there (``split_text``), so what was streamed is kept.
+  The renderer already throttles edits.
 - a message ends when it is the last one and the answer is over, or when a continuation follows
   it (past ``BODY_CHARS``): ``chat.stopStream`` adds the rest, the status line ("✅ done") and,
   on a done answer, the feedback buttons. A continuation is a stream of its own.
@@ -16,9 +18,10 @@ How a streamed answer fits the ``Renderer``'s two calls (``SlackSink`` makes the
 
 The fallback keeps the final text exact: ``startStream`` refused (the app or workspace does not
 allow it, say) → the answer is posted and updated as before (an error about the app rather
-than the place turns streaming off for ``STREAMING_RETRY_S``); ``appendStream`` or
-``stopStream`` refused (the stream expired, as Slack's do after some minutes, or Slack's stop
-control ended it), or a text that no longer extends what was streamed (the engine's final text
+than the place turns streaming off for ``FEATURE_RETRY_S``); ``appendStream`` or
+``stopStream`` refused or unanswered (the stream expired, as Slack's do after some minutes,
+Slack's stop control ended it, or the network failed: an append may have landed, so it is not
+sent again), or a text that no longer extends what was streamed (the engine's final text
 differs from its tokens) → the stream is stopped if it still runs and the message is rewritten
 whole with ``chat.update``. Only replies in a thread stream (Slack streams replies to a
 request): an ``/ask`` answer in the channel is updated. A message taken over after a restart is
@@ -41,8 +44,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 log = logging.getLogger(__name__)
 
-STREAMING_RETRY_S = 600.0  # after Slack refused to stream for the app, try again this much later
-# Errors of chat.startStream that are about this place, not the app: streaming stays on.
+FEATURE_RETRY_S = 600.0  # after Slack refused a feature to the app, try again this much later
+# Errors that are about this place, not the app: the feature stays on.
 PLACE_ERRORS = frozenset(
     {
         "channel_not_found",
@@ -63,9 +66,13 @@ class StreamBroken(Exception):
 
 
 @dataclass
-class Streaming:
-    """Whether Slack lets this app stream, as far as this process has seen (one per bot)."""
+class Feature:
+    """Whether one of Slack's optional features (streaming, the thread status, the agent
+    session) works for this app, as far as this process has seen (one each per bot).
+    ``name`` and ``instead`` are how the log calls it and what answers do without it."""
 
+    name: str
+    instead: str = "answers go on without it"
     off_until: float = float("-inf")
     _said: set[str] = field(default_factory=set)
 
@@ -73,17 +80,13 @@ class Streaming:
         return time.monotonic() >= self.off_until
 
     def refused(self, error: str) -> None:
-        """``chat.startStream`` answered ``error``: logged once a kind; streaming stops for a
-        while unless the error is about the place."""
+        """Slack answered ``error``: logged once a kind; the feature is off for
+        ``FEATURE_RETRY_S`` unless the error is about the place."""
         if error not in self._said:
             self._said.add(error)
-            log.info("slack: streaming refused (%s); answers are updated in place instead", error)
+            log.info("slack: %s refused (%s); %s", self.name, error, self.instead)
         if error not in PLACE_ERRORS:
-            self.off_until = time.monotonic() + STREAMING_RETRY_S
-
-    def broke(self, error: str) -> None:
-        """A stream ended early (expired, stopped by Slack): the message is rewritten."""
-        log.info("slack: a stream ended early (%s); its message is updated instead", error)
+            self.off_until = time.monotonic() + FEATURE_RETRY_S
 
 
 @dataclass
@@ -143,6 +146,8 @@ class MessageStream:
                 )
         except SlackApiError as error:
             raise StreamBroken(str(error.response.get("error", "unknown"))) from None
+        except Exception as error:  # unanswered (timeout, connection): it may have landed
+            raise StreamBroken(f"no answer: {error!r}") from None
         self.sent = markdown
 
     async def abandon(self) -> None:
@@ -159,3 +164,5 @@ async def stop_quietly(web: AsyncWebClient, channel: str, ts: str) -> None:
         await web.chat_stopStream(channel=channel, ts=ts)
     except SlackApiError as error:
         log.debug("slack: no stream to stop on %s: %s", ts, error.response.get("error"))
+    except Exception as error:  # out of reach: the rewrite that follows says whether it ran
+        log.info("slack: could not stop the stream on %s: %r", ts, error)

@@ -17,12 +17,17 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.ask import Ask
 from bots.client import ConciergeClient
 from bots.renderer import MessageContent, Status, split_text
-from bots.slack_format import FOOTER_SEPARATOR, asked_line, section_blocks
+from bots.slack_format import FOOTER_SEPARATOR, asked_line, message_text, section_blocks
 from bots.slack_markdown import JOINER, plain_markdown, stream_markdown
+from bots.slack_people import SlackPeople
+from bots.slack_sink import Native, SlackSink
+from bots.slack_status import ThreadStatus
+from bots.slack_stream import Feature
 from bots.slack_votes import VOTE_ACTION, read_vote
 from broker.amqp import Broker, Envelope
 from broker.protocol import Feedback
@@ -63,6 +68,15 @@ async def fake() -> AsyncIterator[FakeSlack]:
     fake, server = await start_fake()
     yield fake
     await server.close()
+
+
+@pytest.fixture
+async def web(fake: FakeSlack) -> AsyncIterator[AsyncWebClient]:
+    """A Web API client of the fake's, for a sink or a thread status on its own."""
+    client = AsyncWebClient(token="xoxb-test", base_url=fake.api_url)
+    yield client
+    if client.session is not None:
+        await client.session.close()
 
 
 @pytest.fixture
@@ -200,7 +214,7 @@ async def test_a_thread_status_slack_refuses_is_logged_once_and_the_answers_go_o
 ) -> None:
     fake.errors["assistant.threads.setStatus"] = "missing_scope"
     fake.errors["agents.sessions.setStatus"] = "not_allowed"  # an app that is no agent
-    with caplog.at_level(logging.INFO, logger="bots.slack_status"):
+    with caplog.at_level(logging.INFO, logger="bots.slack_stream"):
         await bot.slack.event(mention("Say hello.", "150.1"))
         first = await wait_until_shown(fake, "150.1")
         await bot.slack.event(mention("Say hello.", "150.2"))
@@ -209,7 +223,32 @@ async def test_a_thread_status_slack_refuses_is_logged_once_and_the_answers_go_o
     assert shown(first)[1] == shown(second)[1] == DONE
     assert len(fake.statuses()) == len(fake.calls_of("agents.sessions.setStatus")) == 1
     refusals = [r for r in caplog.records if "refused" in r.getMessage()]
+    refusals = [r for r in refusals if "streaming" not in r.getMessage()]  # unoffered here
     assert [r.levelno for r in refusals] == [logging.INFO, logging.INFO]  # one for each
+
+
+async def test_a_thread_status_is_sent_again_while_it_stays_set_and_no_more_once_cleared(
+    web: AsyncWebClient, fake: FakeSlack
+) -> None:
+    """Slack drops a status after about two minutes without a reply."""
+    status = ThreadStatus(
+        web,
+        CHANNEL,
+        "160.1",
+        asker=ASKER,
+        statuses=Feature("the thread status"),
+        sessions=Feature("the agent session"),
+        refresh_s=0.01,
+    )
+    await status.show(MessageContent("", "queued", Status.QUEUED, ahead=2), "en")
+    await fake.wait_for(lambda: len(fake.statuses()) >= 3)
+    assert status.refreshing
+    await status.show(MessageContent("Hi", "answering", Status.GENERATING), "en")
+
+    assert not status.refreshing
+    queued = t("working.queued", "en", ahead=2)
+    *kept, cleared = [call["status"] for call in fake.statuses()]
+    assert len(kept) >= 3 and set(kept) == {queued} and cleared == ""
 
 
 # --- streamed answers, and the fallback --------------------------------------------------------
@@ -247,6 +286,7 @@ async def test_a_long_streamed_answer_goes_on_in_streams_of_its_own_in_the_threa
     pieces = split_text(await direct_answer(client, "Say hello."), 40)
 
     assert len(messages) >= 2 and all(m.streamed and not m.streaming for m in messages)
+    assert fake.calls_of("chat.update") == []  # what was streamed was never taken back
     assert [m.text for m in messages] == [stream_markdown(piece) for piece in pieces[:-1]] + [
         stream_markdown(pieces[-1]) + FOOTER_SEPARATOR + DONE
     ]
@@ -300,6 +340,42 @@ async def test_a_stream_the_server_expires_mid_answer_is_finished_with_an_update
     assert vote_values(messages[0].blocks)
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_failure_after_the_first_message_is_posted_never_posts_it_again(
+    web: AsyncWebClient, fake: FakeSlack, streaming: bool
+) -> None:
+    fake.streaming = streaming
+    fake.dropped = {"reactions.add", "assistant.threads.setStatus", "agents.sessions.setStatus"}
+    sink = SlackSink(web, CHANNEL, "270.1", native=Native())
+    message = await sink.post(MessageContent("", "queued", Status.QUEUED), None)
+
+    assert [m.ts for m in fake.messages] == [message.ts]  # the renderer has it: no retry
+    assert fake.calls_of("reactions.add")  # tried, and its answer lost
+
+
+async def test_a_stream_streams_only_what_its_message_keeps_and_a_lost_append_is_rewritten(
+    web: AsyncWebClient, fake: FakeSlack
+) -> None:
+    fake.streaming = True
+    sink = SlackSink(web, CHANNEL, "280.1", native=Native())
+    message = await sink.post(MessageContent("", "queued", Status.QUEUED), None)
+    await sink.edit(message, MessageContent("Hello there fri", "answering", Status.GENERATING))
+    assert fake.message(message.ts).text == "Hello there "  # "fri" may go to the next message
+
+    fake.dropped = {"chat.appendStream"}  # carried out, maybe more than once, never answered
+    await sink.edit(message, MessageContent("Hello there friend, ", "…", Status.GENERATING))
+    fake.dropped = set()
+    done = MessageContent("Hello there friend, hi.", DONE, Status.DONE)
+    await sink.edit(message, done)
+
+    shown_ = fake.message(message.ts)
+    assert shown_.text == message_text(done) and not shown_.streaming  # rewritten whole: exact
+    methods = [c.method for c in fake.calls if c.method.startswith("chat.")]
+    stopped = methods.index("chat.stopStream")  # at the lost append: never sent again
+    assert set(methods[1:stopped]) == {"chat.appendStream"}
+    assert methods[stopped + 1 :] == ["chat.update", "chat.update"]
+
+
 async def test_a_streamed_answer_taken_over_after_a_restart_is_stopped_then_rewritten(
     settings: Settings, client: ConciergeClient, fake: FakeSlack
 ) -> None:
@@ -332,7 +408,7 @@ async def test_slacks_stop_control_stops_the_askers_answer_and_not_a_strangers_c
     bot: Bot, long_engine: RunningEngine, fake: FakeSlack
 ) -> None:
     fake.streaming = True
-    await bot.slack.event(mention(LONG_QUESTION, "500.1"))
+    await bot.slack.event(mention(LONG_QUESTION, "500.2", thread_ts="500.1"))  # a follow-up
     started = await fake.wait_for(
         lambda: [m for m in fake.thread(CHANNEL, "500.1") if len(m.text) > 10], 60
     )
@@ -343,7 +419,7 @@ async def test_slacks_stop_control_stops_the_askers_answer_and_not_a_strangers_c
     fake.stop_streams([ts])  # as Slack does on a click, whoever clicks
     assert await bot.slack.event(stop_control(STRANGER, "500.1", [ts])) == 200
     assert answer.stopped_by is None
-    assert await bot.slack.event(stop_control(ASKER, "500.1", [])) == 200  # no stream named
+    assert await bot.slack.event(stop_control(ASKER, "500.1", [])) == 200  # the thread's answer
     assert answer.stopped_by == ASKER
     messages = await wait_until_shown(fake, "500.1")
     await fake.wait_for(lambda: len(fake.calls_of("agents.sessions.setStatus")) == 2)
@@ -359,6 +435,15 @@ async def test_slacks_stop_control_stops_the_askers_answer_and_not_a_strangers_c
     assert [(e["user"], e["text"]) for e in fake.ephemerals] == [
         (STRANGER, t("stop.not_allowed", "en"))
     ]
+
+
+async def test_a_stop_control_for_no_answer_gives_the_session_back(
+    bot: Bot, fake: FakeSlack
+) -> None:
+    assert await bot.slack.event(stop_control(ASKER, "510.1", [])) == 200
+
+    sessions = [call.params for call in fake.calls_of("agents.sessions.setStatus")]
+    assert sessions == [{"channel_id": CHANNEL, "thread_ts": "510.1", "status": "active"}]
 
 
 # --- feedback ---------------------------------------------------------------------------------
@@ -396,6 +481,18 @@ async def test_a_click_on_a_feedback_button_publishes_the_vote_and_thanks_the_vo
         ("ephemeral", t("vote.thanks_down", "en")),
     ]
     assert all(r["replace_original"] is False for r in fake.responses)  # the answer stays
+
+
+async def test_a_user_lookup_slack_never_answers_gives_the_default_and_is_not_retried_at_once(
+    web: AsyncWebClient, fake: FakeSlack
+) -> None:
+    fake.dropped = {"users.info"}
+    people = SlackPeople(web, default="ja")
+    assert await people.locale(ASKER) == "ja"
+    tried = len(fake.calls_of("users.info"))
+    assert await people.locale(ASKER) == "ja"
+
+    assert tried >= 1 and len(fake.calls_of("users.info")) == tried
 
 
 # --- a Japanese-speaking asker ----------------------------------------------------------------
