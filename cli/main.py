@@ -53,24 +53,47 @@ async def up_command(settings: Settings, chat_log: Path) -> int:
     from engine.main import run_engine
 
     adapters = _configured_adapters(settings)
+    if settings.web_port is not None:  # a refused console address stops the start at once
+        from cli.console import check_bind
+
+        check_bind(settings)
     if not adapters:
         print("starting the engine…", file=sys.stderr)
     stop = asyncio.Event()
     ready: asyncio.Future[Worker] = asyncio.get_running_loop().create_future()
     engine = asyncio.create_task(run_engine(settings, stop, ready=ready))
     await _first_of(ready, engine)
+    console = _console(settings, stop)
     if adapters:
         _stop_on_signals(stop)
         runs = [
             asyncio.create_task(run(adapter_settings(settings, platform), stop))
             for platform, run in adapters
         ]
-        await asyncio.gather(engine, *runs)
+        await asyncio.gather(engine, *runs, *console)
         return 0
     code = await chat(settings, log_file=chat_log)
     stop.set()
-    await engine
+    await asyncio.gather(engine, *console)
     return code
+
+
+def _console(settings: Settings, stop: asyncio.Event) -> list[asyncio.Task[int]]:
+    """The web console beside the engine, when ``CONCIERGE_WEB_PORT`` is set."""
+    if settings.web_port is None:
+        return []
+    from cli.console import web_command as serve
+
+    return [asyncio.create_task(serve(settings, stop))]
+
+
+async def web_command(settings: Settings) -> int:
+    """``concierge web``: the console alone, until SIGINT or SIGTERM."""
+    from cli.console import web_command as serve
+
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    return await serve(settings, stop)
 
 
 async def _first_of(*aws: Awaitable[object]) -> None:
@@ -139,6 +162,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print every reply event as JSON")
     rescrape = commands.add_parser("rescrape", help="rebuild the knowledge base from the site")
     rescrape.add_argument("--json", action="store_true", help="print every reply event as JSON")
+    commands.add_parser(
+        "web",
+        help="the web console: the queue live, stop and rescrape for admins, the cancel demo "
+        "(at CONCIERGE_WEB_HOST:CONCIERGE_WEB_PORT, default 127.0.0.1:8780)",
+    )
     status = commands.add_parser("status", help="queues, consumers, engine health, knowledge base")
     status.add_argument(
         "--engine", action="append", default=[], help="also show this engine's cancel queue"
@@ -176,6 +204,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> Coroutine[object,
         "status": lambda: _status(args, settings),
         "bench": lambda: _bench(args, settings),
         "eval": lambda: eval_command(args, settings),
+        "web": lambda: web_command(settings),
     }
     return commands[args.command]()
 
