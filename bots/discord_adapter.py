@@ -129,7 +129,7 @@ class ConciergeBot(discord.Client):
             history_cut=history.cut,
             locale=locale,
         )
-        stage = self._stage(message.channel, message, asker=asker)
+        stage = self._stage(message.channel, message)
         self.answers.start(ask, stage, lambda text: self._reply(message, text))
 
     def question_in(self, message: discord.Message) -> str | None:
@@ -180,10 +180,9 @@ class ConciergeBot(discord.Client):
         channel: Messageable,
         question: AnyMessage | None,
         *,
-        asker: str | None,
         votes: bool = True,
     ) -> DiscordSink:
-        return DiscordSink(channel, question, lambda: self.user, asker=asker, votes=votes)
+        return DiscordSink(channel, question, lambda: self.user, votes=votes)
 
     def _resume(self, context: Mapping[str, str]) -> tuple[DiscordSink, AnyMessage] | None:
         """The channel, answer and question an answer asked before a restart names."""
@@ -194,8 +193,7 @@ class ConciergeBot(discord.Client):
             question = channel.get_partial_message(int(question_id)) if question_id else None
         except (KeyError, ValueError):
             return None
-        # Its asker is not in the context: its Stop button, made before, is left as it is.
-        return self._stage(channel, question, asker=None, votes="question" in context), first
+        return self._stage(channel, question, votes="question" in context), first
 
     # --- the stop reaction ----------------------------------------------------------------
 
@@ -250,6 +248,6 @@ class ConciergeBot(discord.Client):
         asker = str(interaction.user.id)
         place = {"channel": str(getattr(channel, "id", ""))}
         ask = Ask("", asker, "rescrape", place=place, locale=locale)
-        stage = self._stage(channel, None, asker=asker, votes=False)
+        stage = self._stage(channel, None, votes=False)
         say = interaction.followup.send  # ephemeral: only the admin sees why it was not queued
         self.answers.start(ask, stage, lambda text: say(text, ephemeral=True))

@@ -149,8 +149,9 @@ async def stop_clicked(
     host: ButtonHost, interaction: discord.Interaction[Any], session_id: str, asker: str
 ) -> None:
     """The asker's or an admin's click stops the answer (the answer itself then shows it);
-    anyone else is told they may not; a click on an ended answer says so and takes the stale
-    button away."""
+    anyone else is told they may not. A click on an answer this process does not show (ended,
+    or left by a process that stopped) says what it did and takes the stale button away, since
+    no answer here will edit that message."""
     await _acknowledge(interaction)
     locale = host.locale_for(interaction)
     user = interaction.user
@@ -160,6 +161,8 @@ async def stop_clicked(
     def is_admin() -> bool:
         return host.is_admin(user.id, member, permissions)
 
+    # Looked up first: an answer shown here that ends meanwhile takes its own buttons off.
+    shown_here = host.answers.find_session(session_id) is not None
     try:
         stopping = host.answers.stop_session(session_id, str(user.id), is_admin, asker=asker)
         outcome = await asyncio.wait_for(stopping, CLICK_TIMEOUT_S)
@@ -169,10 +172,11 @@ async def stop_clicked(
         return
     if outcome is StopOutcome.NOT_ALLOWED:
         await _tell(interaction, t("stop.not_allowed", locale))
-    elif outcome is StopOutcome.ENDED and host.answers.find_session(session_id) is None:
-        await _tell(interaction, t("stop.already_ended", locale))
+    elif not shown_here:  # no answer here will ever edit that message
+        ended = outcome is StopOutcome.ENDED
+        await _tell(interaction, t("stop.already_ended" if ended else "stop.stopping", locale))
         await _remove_stale(interaction)
-    # STOPPED, or ENDED while it is being stopped here: the answer's own status says it
+    # stopped or ending here: the answer's own edits show it and take its Stop button off
 
 
 async def vote_clicked(

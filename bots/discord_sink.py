@@ -19,7 +19,7 @@ from discord.abc import Messageable
 from discord.utils import MISSING
 
 from bots.discord_buttons import STOP_EMOJI, StopButton, controls
-from bots.renderer import FINAL_STATUSES, MessageContent, Status
+from bots.renderer import MessageContent, Status
 from config.texts import Locale
 
 log = logging.getLogger(__name__)
@@ -49,13 +49,13 @@ class DiscordSink:
 
     ``question`` is the message the answer replies to (None for a rescrape, whose progress is
     a plain channel message). ``me`` is the bot's own user, once logged in: its 🛑 is taken
-    off the first message when the answer ends. ``asker`` goes into the Stop button's id
-    (``Answers`` sets it before the first post or edit, a taken-over answer's included; while
-    it is unknown, a Stop button already shown is left as it is); ``votes`` is False for a
-    rescrape.
+    off the first message when the answer ends. ``votes`` is False for a rescrape.
     """
 
-    session_id: str = ""  # set by ``Answers`` before the first post
+    # Set by ``Answers`` before the first post or edit (a taken-over answer's too); the asker
+    # goes into the Stop button's id.
+    session_id: str = ""
+    asker: str = ""
     locale: Locale = "en"
 
     def __init__(
@@ -64,13 +64,11 @@ class DiscordSink:
         question: AnyMessage | None,
         me: Callable[[], discord.abc.Snowflake | None],
         *,
-        asker: str | None,
         votes: bool = True,
     ) -> None:
         self.channel = channel
         self.question = question
         self.me = me
-        self.asker = asker or ""  # ``Answers`` sets it, a taken-over answer's too
         self.votes = votes
         self.on_post: Callable[[AnyMessage], None] = lambda _: None
         # The messages whose buttons this sink set, and whether a Stop button is among them.
@@ -94,16 +92,16 @@ class DiscordSink:
                 text, reference=reference, allowed_mentions=NO_MENTIONS, view=buttons
             )
         self.on_post(message)
-        self._shown(message, view)
-        if after is None:
-            await self._add_stop_reaction(message)
+        try:  # posted: nothing after this may fail the post, or it would be posted again
+            self._shown(message, view)
+            if after is None:
+                await self._add_stop_reaction(message)
+        except Exception as error:  # e.g. the connection dropped while adding the 🛑
+            log.warning("could not finish posting message %s: %s", message.id, error)
         return message
 
     async def edit(self, handle: AnyMessage, content: MessageContent) -> None:
         text = message_text(content)
-        if self._buttons_unknown(content.status):  # taken over: its Stop button stays
-            await handle.edit(content=text, allowed_mentions=NO_MENTIONS)
-            return
         view = self._controls(content.status)
         await handle.edit(content=text, allowed_mentions=NO_MENTIONS, view=view)
         self._shown(handle, view)
@@ -129,13 +127,7 @@ class DiscordSink:
             log.info("could not remove the stop reaction: %s", error)
 
     def _controls(self, status: Status | None) -> discord.ui.View | None:
-        if self._buttons_unknown(status):  # a Stop button is due, but whose is unknown
-            return None
-        return controls(status, self.session_id, self.asker or "", self.locale, votes=self.votes)
-
-    def _buttons_unknown(self, status: Status | None) -> bool:
-        """Whether a Stop button is due on an answer taken over (its asker is not known)."""
-        return not self.asker and status is not None and status not in FINAL_STATUSES
+        return controls(status, self.session_id, self.asker, self.locale, votes=self.votes)
 
     def _shown(self, message: AnyMessage, view: discord.ui.View | None) -> None:
         stop = view is not None and any(isinstance(i, StopButton) for i in view.children)

@@ -1,10 +1,10 @@
 """A fake of Discord's REST API over real HTTP on 127.0.0.1, recording every call.
 
 A real ``discord.Client`` talks to it once ``discord.http.Route.BASE`` points at ``base``. It
-keeps the messages the bot posts (with their latest content and buttons), answers a 429 when
-told to, takes an interaction's responses and follow-ups, and lets a test wait for a call
-without sleeping. Gateway payloads for the bot to parse are built
-here too, so the tests read as what happens rather than as JSON.
+keeps the messages the bot posts (with their latest content and buttons), answers a 429 or
+drops the connection when told to, takes an interaction's responses and follow-ups, and lets a
+test wait for a call without sleeping. Gateway payloads for the bot to parse are built here too,
+so the tests read as what happens rather than as JSON.
 """
 
 from __future__ import annotations
@@ -55,12 +55,26 @@ class RateLimit:
 
 
 @dataclass
+class Drop:
+    """Close the connection of the next ``times`` calls matching ``method`` and ``path``,
+    unanswered (a network failure, which discord.py does not turn into a ``DiscordException``)."""
+
+    method: str
+    path: re.Pattern[str]
+    times: int = 1
+
+
+DROPPED = 0  # the status recorded for a dropped call
+
+
+@dataclass
 class FakeDiscord:
     calls: list[Call] = field(default_factory=list)
     # every message: posted by the bot, or said by a person (``add``); served by GET
     messages: dict[int, dict[str, Any]] = field(default_factory=dict)
     commands: list[dict[str, Any]] = field(default_factory=list)  # the app's global commands
     rate_limits: list[RateLimit] = field(default_factory=list)
+    drops: list[Drop] = field(default_factory=list)
     base: str = ""
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1_200_000_000))
     _changed: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -85,6 +99,11 @@ class FakeDiscord:
     def rate_limit(self, method: str, path: str, retry_after_s: float, times: int = 1) -> None:
         """The next ``times`` calls to ``method`` with a path matching ``path`` get a 429."""
         self.rate_limits.append(RateLimit(method, re.compile(path), retry_after_s, times))
+
+    def drop(self, method: str, path: str, times: int = 1) -> None:
+        """The next ``times`` calls to ``method`` with a path matching ``path`` get their
+        connection closed, unanswered."""
+        self.drops.append(Drop(method, re.compile(path), times))
 
     async def wait_for(self, predicate: Callable[[Call], bool], timeout_s: float = 60.0) -> Call:
         """The first call (already made or yet to come) for which ``predicate`` holds."""
@@ -168,6 +187,13 @@ class FakeDiscord:
         path = request.path.removeprefix(API)
         raw = await request.read()
         body = json.loads(raw) if raw and request.content_type == "application/json" else None
+        if self._dropped(request.method, path):
+            if request.transport is not None:
+                request.transport.close()
+            async with self._changed:
+                self.calls.append(Call(request.method, path, body, arrived_at, DROPPED, None))
+                self._changed.notify_all()
+            return web.Response(status=500)  # never reaches the client
         limit = self._rate_limit_for(request.method, path)
         if limit is not None:
             response: web.StreamResponse = _rate_limited(limit.retry_after_s)
@@ -192,6 +218,13 @@ class FakeDiscord:
                 limit.times -= 1
                 return limit
         return None
+
+    def _dropped(self, method: str, path: str) -> bool:
+        for drop in self.drops:
+            if drop.times > 0 and drop.method == method and drop.path.search(path):
+                drop.times -= 1
+                return True
+        return False
 
     async def _me(self, _: web.Request) -> web.Response:
         return _json(BOT_USER)

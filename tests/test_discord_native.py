@@ -20,12 +20,13 @@ from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 from bots.client import ConciergeClient
 from bots.discord_adapter import ConciergeBot
 from broker.amqp import Broker
-from broker.protocol import Cancelled, Done, Feedback, decode_feedback
+from broker.protocol import Cancelled, Done, Feedback, decode_feedback, new_session_id
 from config.settings import Settings
 from config.texts import t
 from tests import test_discord as base
 from tests.fake_discord import (
     APP_ID,
+    DROPPED,
     Call,
     FakeDiscord,
     click_payload,
@@ -185,6 +186,49 @@ async def test_a_queued_answer_has_stop_from_its_placeholder_and_the_askers_clic
     assert ended.body["content"] == t("stop.already_ended", "en")
     assert fake_discord.buttons(placeholder_id) == []
     assert len(discord_.tap.cancels) == 1
+
+
+async def test_a_click_on_a_stop_button_no_process_shows_stops_it_says_so_and_takes_it_off(
+    settings: Settings, start_bot: StartBot, fake_discord: FakeDiscord
+) -> None:
+    """A button left by a process that stopped (an unnamed bot takes nothing over): nothing
+    here will ever edit that message, so the click itself answers and clears it."""
+    discord_ = await start_bot(settings)
+    session_id = new_session_id()
+    message = message_payload(next(_ids), CHANNEL_ID, base.BOT_USER, "An answer\n-# ✍️ writing…")
+    message["components"] = [{"type": 1, "components": [_button(stop_id(session_id, ASKER))]}]
+    fake_discord.add(message)
+
+    clicked = click(discord_.bot, ASKER, message, stop_id(session_id, ASKER))
+    stopping = await told(fake_discord, clicked)
+    await fake_discord.wait_for(
+        lambda c: c.method == "PATCH" and (c.body or {}).get("components") == []
+    )
+
+    assert stopping.body["content"] == t("stop.stopping", "en")
+    assert [(c.session_id, c.user_id) for c in discord_.tap.cancels] == [(session_id, ASKER["id"])]
+    assert fake_discord.buttons(int(message["id"])) == []
+
+
+async def test_a_first_message_whose_stop_reaction_fails_is_posted_once_and_still_answers(
+    settings: Settings, start_bot: StartBot, fake_discord: FakeDiscord
+) -> None:
+    """The placeholder is posted; a network failure adding its 🛑 must not post it again,
+    nor keep its question from being asked."""
+    fake_discord.drop("PUT", r"/reactions/", times=2)  # aiohttp tries a PUT twice
+    discord_ = await start_bot(settings)  # no engine: the question waits
+    question_id = discord_.ask(ASKER, "Anyone there?")
+    request = await discord_.tap.request_from(ASKER["id"])
+    placeholder_id = await discord_.first_reply(question_id)
+    message = dict(fake_discord.messages[placeholder_id])
+    click(discord_.bot, ASKER, message, stop_id(request.session_id, ASKER))
+    shown = await discord_.finished(placeholder_id)
+
+    reactions = [c for c in fake_discord.calls if c.method == "PUT" and "/reactions/" in c.path]
+    assert reactions and {c.status for c in reactions} == {DROPPED}
+    assert len(fake_discord.replies_to(question_id)) == 1
+    assert shown.message_ids == [placeholder_id]
+    assert shown.footer == "🛑 stopped"
 
 
 async def test_an_admins_click_stops_someone_elses_answer(
