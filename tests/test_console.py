@@ -106,6 +106,8 @@ async def test_stop_and_rescrape_need_the_token_and_the_console_s_own_page(
 async def test_a_rescrape_from_the_console_shows_its_progress(
     site_settings: Settings, backend: Backend, broker: Broker
 ) -> None:
+    # Slow enough (a few seconds) that the page sees it run: the local site is read in 0.1 s.
+    site_settings = site_settings.model_copy(update={"scrape_delay_s": 0.5})
     engine = await start_engine(site_settings, backend)
     try:
         async with (
