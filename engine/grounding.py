@@ -3,10 +3,10 @@
 The default model (SmolLM2-135M) answers from whatever it is given and invents the rest, so
 the site decides (docs/quality.md, "Grounded answers"):
 
-- the knowledge base is empty (no rescrape yet): nothing to stand on, so the model answers
-  as a general assistant and a note after it says that is not the site's answer;
 - the message is small talk ("hi", "thanks!", ``engine/smalltalk.py``): no search needed and
   no model answer, one friendly sentence in its language that says what the engine can do;
+- the knowledge base is empty (no rescrape yet): nothing to stand on, so the model answers
+  as a general assistant and a note after it says that is not the site's answer;
 - the site does not cover the question (``engine/knowledge/relevance.py``): no model answer at
   all, a sentence saying so in the question's language, no source (costs no engine seconds,
   invents nothing);
@@ -66,10 +66,12 @@ def ground(
     search read it) may be."""
     language = language_of(question)
     words = WORDING[language]
+    # Small talk first, before the follow-up ("thanks!" asks nothing) and before the first
+    # rescrape too (the model would answer "hi" with a story of its own).
+    if (said := small_talk(question)) is not None:
+        return Grounding(language, asks_model=False, note=words.small_talk(said), small_talk=True)
     if kb_empty:
         return Grounding(language, note=words.no_articles)
-    if (said := small_talk(question)) is not None:  # before the follow-up: "thanks!" asks nothing
-        return Grounding(language, asks_model=False, note=words.small_talk(said), small_talk=True)
     passages = relevant_passages(question, found)
     if not passages and follow_up_of:
         passages = relevant_passages(follow_up_of, found)

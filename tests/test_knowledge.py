@@ -338,11 +338,12 @@ async def test_a_prompt_from_an_empty_knowledge_base_is_the_question_and_a_note(
     tmp_path: Path, backend: Backend
 ) -> None:
     settings = Settings(_env_file=None, kb_path=tmp_path / "none.sqlite3")  # type: ignore[call-arg]
-    request = make_request(reply_to="b", user_id="u", question="Hello?", ttl_s=30)
+    question = "What are the office hours?"  # ("Hello?" is small talk: no model, no note)
+    request = make_request(reply_to="b", user_id="u", question=question, ttl_s=30)
 
     prompt = SitePrompts(settings, backend.count_tokens).build(request)
 
-    assert prompt.messages == chat_messages(settings.system_prompt, "Hello?")
+    assert prompt.messages == chat_messages(settings.system_prompt, question)
     assert prompt.grounding.note == NO_ARTICLES_MESSAGE and prompt.grounding.not_on_site
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from config.texts import t
+from engine.grounding import ground
 from engine.smalltalk import small_talk, without_small_talk
 
 
@@ -85,3 +87,13 @@ def test_the_search_reads_a_question_without_the_small_talk_around_it(
     asked: str, searched: str
 ) -> None:
     assert without_small_talk(asked) == searched
+
+
+@pytest.mark.parametrize("kb_empty", [True, False])
+def test_small_talk_gets_its_sentence_before_and_after_the_first_rescrape(kb_empty: bool) -> None:
+    """Before any rescrape the model answers questions, but "hi" made it tell a story."""
+    grounding = ground("hi", [], kb_empty=kb_empty, model_languages=["en"])
+    assert (grounding.small_talk, grounding.asks_model) == (True, False)
+    assert grounding.note == t("engine.answer.greeting", "en")
+    question = ground("What is a ferry?", [], kb_empty=True, model_languages=["en"])
+    assert (question.small_talk, question.asks_model) == (False, True)
