@@ -28,12 +28,6 @@ log = logging.getLogger(__name__)
 SHUTDOWN_GRACE_S = 5.0  # on close, how long answers being stopped may take to show it
 SHUTDOWN_USER = "concierge-shutdown"  # the user_id of the cancels sent when a bot stops
 
-# What askers read, on every platform, in English (``config.texts`` has every locale; a
-# refusal's own reason comes from ``AskRefused``, already in the asker's).
-ENGINE_DOWN_TEXT = t("refusal.engine_down", "en")
-NOT_ADMIN_TEXT = t("refusal.not_admin", "en")
-NOT_HERE_TEXT = t("refusal.not_here", "en")
-
 
 def warning(reason: str, locale: Locale = "en") -> str:
     """A refusal as a chat message shows it."""

@@ -19,7 +19,6 @@ from typing import Any
 import discord
 import pytest
 
-from bots.answers import NOT_ADMIN_TEXT
 from bots.client import ConciergeClient
 from bots.discord_adapter import ConciergeBot
 from bots.discord_app import run_discord
@@ -36,6 +35,7 @@ from broker.protocol import (
     Started,
 )
 from config.settings import ConfigError, Settings
+from config.texts import t
 from engine.llm import Backend
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.fake_discord import (
@@ -488,7 +488,10 @@ async def test_rescrape_is_refused_to_non_admins_and_streams_progress_for_admins
     acks = [c for c in fake_discord.calls if c.path.endswith(callbacks)]
 
     assert refusal.body["type"] == 4  # a message, at once
-    assert (refusal.body["data"]["content"], refusal.body["data"]["flags"]) == (NOT_ADMIN_TEXT, 64)
+    assert (refusal.body["data"]["content"], refusal.body["data"]["flags"]) == (
+        t("refusal.not_admin", "en"),
+        64,
+    )
     assert len(acks) == 2
     assert acks[1].body["type"] == 4 and acks[1].body["data"]["flags"] == 64
     assert acks[1].at - sent_at < 3.0
