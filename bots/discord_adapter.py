@@ -6,7 +6,8 @@ Only translation lives here: a Discord event becomes an ``Ask`` or a stop for th
 message's content to a bot mentioned in it, or messaged directly, anyway.
 
 The bot's own words come in the asker's locale: an interaction's (a slash command, a click),
-else the guild's preferred locale (a mention carries no user locale), else ``CONCIERGE_LOCALE``.
+else a Community server's preferred locale (a mention carries no user locale; any other server
+reports Discord's default, en-US, whatever its members speak), else ``CONCIERGE_LOCALE``.
 
 Rate limits are discord.py's job: it waits out a 429's Retry-After itself, up to
 ``MAX_RATELIMIT_WAIT_S``; a longer one raises, the Renderer logs it and edits again at its next
@@ -153,9 +154,12 @@ class ConciergeBot(discord.Client):
         return t("discord.help", locale, mention=self.user.mention if self.user else "@me")
 
     def locale_in(self, guild: discord.Guild | None) -> Locale:
-        """The locale of a message there: the guild's preferred one, else ours (a DM)."""
+        """The locale of a message there: a Community server's preferred one, else ours (a DM,
+        or a server that cannot choose one: it always reports en-US)."""
         fallback = self.settings.locale
-        return locale_of(guild.preferred_locale.value, fallback) if guild else fallback
+        if guild is None or "COMMUNITY" not in guild.features:
+            return fallback
+        return locale_of(guild.preferred_locale.value, fallback)
 
     def locale_for(self, interaction: discord.Interaction[Any]) -> Locale:
         """The locale of whoever used a command or clicked a button: their client's own."""
@@ -182,7 +186,7 @@ class ConciergeBot(discord.Client):
         *,
         votes: bool = True,
     ) -> DiscordSink:
-        return DiscordSink(channel, question, lambda: self.user, votes=votes)
+        return DiscordSink(channel, question, votes=votes)
 
     def _resume(self, context: Mapping[str, str]) -> tuple[DiscordSink, AnyMessage] | None:
         """The channel, answer and question an answer asked before a restart names."""
@@ -198,10 +202,9 @@ class ConciergeBot(discord.Client):
     # --- the stop reaction ----------------------------------------------------------------
 
     async def on_raw_reaction_add(self, payload: discord.RawReactionActionEvent) -> None:
+        """Someone's 🛑 on an answer or its question: the asker's or an admin's stops it."""
         if payload.emoji.id is not None or payload.emoji.name != STOP_EMOJI:
             return
-        if self.user is not None and payload.user_id == self.user.id:
-            return  # the bot's own 🛑, put there to show how to stop
         await self.answers.stop(
             payload.message_id,
             str(payload.user_id),

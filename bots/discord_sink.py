@@ -2,11 +2,12 @@
 
 ``DiscordSink`` is the ``Stage`` of one exchange (the Renderer's ``MessageSink``, and Discord's
 names for its messages): the first message replies to the question (or opens the progress
-message of a rescrape) and carries the 🛑 reaction; each continuation replies to the message
-before it. A message shows the body, then the status as Discord's small text (``-# …``) on its
-own line, and under the message with the status its buttons (``bots.discord_buttons``): Stop
-from the placeholder on, 👍 / 👎 once done. Nothing is ever a ping: every send and edit goes
-out with ``AllowedMentions.none()``, whatever the answer says (``@everyone``, ``<@id>``).
+message of a rescrape); each continuation replies to the message before it. A message shows
+the body, then the status as Discord's small text (``-# …``) on its own line, and under the
+message with the status its buttons (``bots.discord_buttons``): Stop from the placeholder on,
+👍 / 👎 once done; the bot adds no reaction of its own (a person's 🛑 still stops, see the
+adapter). Nothing is ever a ping: every send and edit goes out with ``AllowedMentions.none()``,
+whatever the answer says (``@everyone``, ``<@id>``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import discord
 from discord.abc import Messageable
 from discord.utils import MISSING
 
-from bots.discord_buttons import STOP_EMOJI, StopButton, controls
+from bots.discord_buttons import StopButton, controls
 from bots.renderer import MessageContent, Status
 from config.texts import Locale
 
@@ -48,8 +49,7 @@ class DiscordSink:
     """The ``Stage`` of one exchange in ``channel``: posts and edits its messages.
 
     ``question`` is the message the answer replies to (None for a rescrape, whose progress is
-    a plain channel message). ``me`` is the bot's own user, once logged in: its 🛑 is taken
-    off the first message when the answer ends. ``votes`` is False for a rescrape.
+    a plain channel message). ``votes`` is False for a rescrape.
     """
 
     # Set by ``Answers`` before the first post or edit (a taken-over answer's too); the asker
@@ -62,13 +62,11 @@ class DiscordSink:
         self,
         channel: Messageable,
         question: AnyMessage | None,
-        me: Callable[[], discord.abc.Snowflake | None],
         *,
         votes: bool = True,
     ) -> None:
         self.channel = channel
         self.question = question
-        self.me = me
         self.votes = votes
         self.on_post: Callable[[AnyMessage], None] = lambda _: None
         # The messages whose buttons this sink set, and whether a Stop button is among them.
@@ -92,12 +90,7 @@ class DiscordSink:
                 text, reference=reference, allowed_mentions=NO_MENTIONS, view=buttons
             )
         self.on_post(message)
-        try:  # posted: nothing after this may fail the post, or it would be posted again
-            self._shown(message, view)
-            if after is None:
-                await self._add_stop_reaction(message)
-        except Exception as error:  # e.g. the connection dropped while adding the 🛑
-            log.warning("could not finish posting message %s: %s", message.id, error)
+        self._shown(message, view)
         return message
 
     async def edit(self, handle: AnyMessage, content: MessageContent) -> None:
@@ -107,9 +100,9 @@ class DiscordSink:
         self._shown(handle, view)
 
     async def ended(self, first: AnyMessage | None) -> None:
-        """Take off what still offers to stop the ended answer: a Stop button this sink could
-        not replace (a final edit that failed, or a message of the process before a restart),
-        and the bot's own 🛑 on the first message."""
+        """Take off a Stop button the ended answer still shows: one this sink could not
+        replace (a final edit that failed), or the first message's from the process before a
+        restart."""
         stale = [message for message in self._stop_shown.values() if message is not None]
         if first is not None and first.id not in self._stop_shown:
             stale.append(first)
@@ -118,13 +111,6 @@ class DiscordSink:
                 await message.edit(view=None)
             except discord.DiscordException as error:
                 log.info("could not remove the stop button: %s", error)
-        me = self.me()
-        if first is None or me is None:
-            return
-        try:
-            await first.remove_reaction(STOP_EMOJI, me)
-        except discord.DiscordException as error:
-            log.info("could not remove the stop reaction: %s", error)
 
     def _controls(self, status: Status | None) -> discord.ui.View | None:
         return controls(status, self.session_id, self.asker, self.locale, votes=self.votes)
@@ -132,9 +118,3 @@ class DiscordSink:
     def _shown(self, message: AnyMessage, view: discord.ui.View | None) -> None:
         stop = view is not None and any(isinstance(i, StopButton) for i in view.children)
         self._stop_shown[message.id] = message if stop else None
-
-    async def _add_stop_reaction(self, message: discord.Message) -> None:
-        try:
-            await message.add_reaction(STOP_EMOJI)
-        except discord.DiscordException as error:  # e.g. no Add Reactions permission here
-            log.info("could not add the stop reaction: %s", error)

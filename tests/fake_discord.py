@@ -21,6 +21,10 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from bots.discord_buttons import STOP_PREFIX
+from bots.discord_history import split_status
+from bots.renderer import FINAL_STATUSES, status_of
+
 API = "/api/v10"
 BOT_ID = 1_100_000_000_000_000_001
 APP_ID = 1_100_000_000_000_000_002
@@ -116,6 +120,29 @@ class FakeDiscord:
         call = found()
         assert call is not None
         return call
+
+    def chain(self, first_id: int) -> list[int]:
+        """An answer's messages: its first, then each continuation (a reply to the one before)."""
+        chain = [first_id]
+        while replies := self.replies_to(chain[-1]):
+            chain.append(int(replies[0].response["id"]))
+        return chain
+
+    def ended(self, first_id: int) -> bool:
+        """Whether the answer beginning with ``first_id`` shows its end: a final status on its
+        last message (read as the bot reads its own), and no Stop button on any of them."""
+        chain = self.chain(first_id)
+        status = status_of(split_status(self.messages[chain[-1]]["content"])[1])
+        buttons = [b for message_id in chain for b in self.buttons(message_id)]
+        stop = any(b["custom_id"].startswith(STOP_PREFIX) for b in buttons)
+        return status in FINAL_STATUSES and not stop
+
+    async def until_ended(self, first_id: int, timeout_s: float = 60.0) -> list[int]:
+        """The messages of the answer beginning with ``first_id``, once it shows its end (its
+        final edit, or a stale Stop button taken off after it)."""
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(lambda: self.ended(first_id)), timeout_s)
+        return self.chain(first_id)
 
     def buttons(self, message_id: int) -> list[dict[str, Any]]:
         """The buttons a message shows now, in order (each action row's, row by row)."""
@@ -418,7 +445,10 @@ def guild_payload(
     roles: Sequence[dict[str, Any]] = (),
     threads: Sequence[dict[str, Any]] = (),
     preferred_locale: str = "en-US",
+    features: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """A guild as GUILD_CREATE brings it. Only a Community server (``features`` has
+    "COMMUNITY") can choose its ``preferred_locale``: any other reports en-US."""
     everyone = role_payload(guild_id, "@everyone", 0)
     channels = [
         {
@@ -439,7 +469,7 @@ def guild_payload(
         "members": [member_payload(BOT_USER)],
         "emojis": [],
         "stickers": [],
-        "features": [],
+        "features": list(features),
         "member_count": 3,
         "unavailable": False,
         "threads": list(threads),
