@@ -21,6 +21,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bots.slack_stream import OUT_OF_REACH
 from config.texts import Locale, locale_of
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,9 @@ class SlackPeople:
             response = await self.web.users_info(user=user_id)
         except SlackApiError as error:
             log.warning("slack: users.info for %s failed: %s", user_id, error.response["error"])
+            return False
+        except OUT_OF_REACH as error:  # no answer: no admin rights on a guess
+            log.warning("slack: no answer to users.info for %s (%r): not an admin", user_id, error)
             return False
         user = response.get("user") or {}
         return bool(user.get("is_admin") or user.get("is_owner"))

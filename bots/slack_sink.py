@@ -27,7 +27,7 @@ from bots.slack_format import (
 )
 from bots.slack_markdown import stream_markdown
 from bots.slack_status import ThreadStatus
-from bots.slack_stream import Feature, MessageStream, StreamBroken, stop_quietly
+from bots.slack_stream import OUT_OF_REACH, Feature, MessageStream, StreamBroken, stop_quietly
 from bots.slack_votes import vote_blocks
 from config.texts import Locale
 
@@ -192,6 +192,14 @@ class SlackSink:
             self.native.streaming.refused(str(error.response.get("error", "unknown")))
             self.streaming = False  # this answer's next messages are posted
             return None
+        except OUT_OF_REACH as error:
+            # No answer, so the message is posted instead (and the answer's next ones, with no
+            # second wait on a Slack out of reach); streaming stays on for other answers. Slack
+            # may have started the stream all the same: its ts never came back, so that empty
+            # message can be neither stopped nor rewritten (Slack ends a stream left alone).
+            log.info("slack: no answer to chat.startStream (%r); the message is posted", error)
+            self.streaming = False
+            return None
         self.streams[stream.ts] = stream
         return stream
 
@@ -275,6 +283,8 @@ class SlackSink:
             await change(channel=message.channel, timestamp=message.ts, name=STOP_REACTION)
         except SlackApiError as error:  # e.g. no reactions:write scope; the stop still works
             log.info("slack: could not change the stop button: %s", error.response.get("error"))
+        except OUT_OF_REACH as error:  # a reaction left or missing is all it costs
+            log.info("slack: no answer about the stop button: %r", error)
 
     async def _tell_asker(self, error: str) -> None:
         log.warning("slack: cannot post in %s: %s", self.channel, error)

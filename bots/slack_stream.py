@@ -17,15 +17,16 @@ How a streamed answer fits the ``Renderer``'s two calls (``SlackSink`` makes the
   written in it: the thread status and Slack's own streaming indicator say it instead.
 
 The fallback keeps the final text exact: ``startStream`` refused (the app or workspace does not
-allow it, say) → the answer is posted and updated as before (an error about the app rather
-than the place turns streaming off for ``FEATURE_RETRY_S``); ``appendStream`` or
-``stopStream`` refused or unanswered (the stream expired, as Slack's do after some minutes,
-Slack's stop control ended it, or the network failed: an append may have landed, so it is not
-sent again), or a text that no longer extends what was streamed (the engine's final text
-differs from its tokens) → the stream is stopped if it still runs and the message is rewritten
-whole with ``chat.update``. Only replies in a thread stream (Slack streams replies to a
-request): an ``/ask`` answer in the channel is updated. A message taken over after a restart is
-updated too; its stream, if the last process left one running, is stopped first.
+allow it, say) or unanswered → the answer is posted and updated as before (an error about the
+app rather than the place turns streaming off for ``FEATURE_RETRY_S``; no answer, for that
+answer only, and a stream Slack started all the same is left to expire: its ts is unknown);
+``appendStream`` or ``stopStream`` refused or unanswered (the stream expired, as Slack's do
+after some minutes, Slack's stop control ended it, or the network failed: an append may have
+landed, so it is not sent again), or a text that no longer extends what was streamed (the
+engine's final text differs from its tokens) → the stream is stopped if it still runs and the
+message is rewritten whole with ``chat.update``. Only replies in a thread stream (Slack streams
+replies to a request): an ``/ask`` answer in the channel is updated. A message taken over after
+a restart is updated too; its stream, if the last process left one running, is stopped first.
 
 slack-sdk's ``chat_stream`` helper is not used: it buffers by size and starts the stream on its
 first flush, while the placeholder must exist (with its ts) before the request is sent, and the
@@ -39,6 +40,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -59,6 +61,9 @@ PLACE_ERRORS = frozenset(
         "ratelimited",
     }
 )
+# What the SDK raises when Slack did not answer at all: the connection failed or was cut
+# (aiohttp's errors) or the client's timeout ran out (TimeoutError, an OSError too).
+OUT_OF_REACH: tuple[type[Exception], ...] = (aiohttp.ClientError, OSError)
 
 
 class StreamBroken(Exception):
@@ -111,8 +116,8 @@ class MessageStream:
         recipient: tuple[str, str],
     ) -> MessageStream:
         """A new message in ``thread_ts`` showing ``markdown`` (may be empty); raises
-        ``SlackApiError`` if Slack refuses. ``recipient`` is the asker's (user, team): Slack
-        needs them to stream in a channel."""
+        ``SlackApiError`` if Slack refuses, one of ``OUT_OF_REACH`` if it does not answer.
+        ``recipient`` is the asker's (user, team): Slack needs them to stream in a channel."""
         user, team = recipient
         response = await web.chat_startStream(
             channel=channel,

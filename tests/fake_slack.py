@@ -14,7 +14,9 @@ A stream can be made to expire, as Slack's do after a while (``expire_streams_af
 next call on it is answered ``message_not_in_streaming_state``. A message still streaming is
 not edited (``chat.update`` is refused): a bot must stop its stream before it rewrites it.
 A method in ``dropped`` is carried out, but the connection closes before its answer, as when
-the network fails: the client sees no answer at all.
+the network fails: the client sees no answer at all. A method in ``unanswered`` is carried out
+and then Slack goes quiet: the client waits until its own timeout (and the server drops the
+wait when the client hangs up).
 """
 
 from __future__ import annotations
@@ -85,7 +87,8 @@ class FakeSlack:
     responses: list[dict[str, Any]] = field(default_factory=list)  # sent to response URLs
     acks: list[dict[str, Any]] = field(default_factory=list)  # Socket Mode acknowledgements
     errors: dict[str, str] = field(default_factory=dict)  # method -> the error it answers
-    dropped: set[str] = field(default_factory=set)  # methods carried out but never answered
+    dropped: set[str] = field(default_factory=set)  # carried out, the connection then cut
+    unanswered: set[str] = field(default_factory=set)  # carried out, then no word at all
     ephemerals: list[dict[str, Any]] = field(default_factory=list)  # chat.postEphemeral
     streaming: bool = False  # Slack offers chat streaming (else: unknown_method, as before it)
     expire_streams_after: int | None = None  # appends a stream takes before it expires
@@ -170,6 +173,8 @@ class FakeSlack:
         await self._record(Call(method, params, time.monotonic()))
         if method in self.dropped and request.transport is not None:
             request.transport.close()  # the answer is lost on the way
+        if method in self.unanswered:  # cancelled when the client gives up and hangs up
+            await asyncio.get_running_loop().create_future()
         return web.json_response(body)
 
     def _answer(self, method: str, params: dict[str, Any]) -> dict[str, Any]:

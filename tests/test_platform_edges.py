@@ -18,102 +18,39 @@ import re
 import socket
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import discord
 import pytest
 import yaml
-from aiohttp.test_utils import TestServer
-from pydantic import SecretStr
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.client import ConciergeClient
 from bots.discord_adapter import ConciergeBot
 from bots.renderer import MessageContent
-from bots.slack_adapter import SlackAdapter
-from bots.slack_app import build_app, run_slack
+from bots.slack_app import run_slack
 from bots.slack_format import (
     HEADING_CHARS,
     STOP_REACTION,
     asked_line,
     cannot_post_text,
 )
-from bots.slack_http import EVENTS_PATH, MAX_BODY_BYTES, events_web_app
+from bots.slack_http import EVENTS_PATH, MAX_BODY_BYTES
 from bots.slack_sink import SlackMessage
 from broker.amqp import Broker
 from config.settings import Settings
+from tests import slack_fixture
 from tests.conftest import RunningEngine
 from tests.fake_discord import APP_ID, FakeDiscord, start
-from tests.fake_slack import BOT_USER_ID, FakeSlack, Message, SlackDelivery
-from tests.fake_slack import start_fake_slack as start_fake
+from tests.fake_slack import FakeSlack, Message, SlackDelivery
+from tests.slack_fixture import ASKER, CHANNEL, SIGNING_SECRET, mention, slack_bot
 from tests.test_secrets import log_output
 
-SIGNING_SECRET = "5e1f0a8b2c9d4e7f8a1b2c3d4e5f6a7b"
-CHANNEL = "C0GENERAL"
-ASKER = "U0ASKER01"
+# The shared fixtures: pytest finds a fixture by its name in the test's module.
+settings, fake = slack_fixture.settings, slack_fixture.fake
+
 DONE_MARK = "✅"
-
-
-@pytest.fixture
-def settings(settings: Settings) -> Settings:
-    """conftest's settings with short answers and Slack configured."""
-    return settings.model_copy(
-        update={
-            "max_tokens": 16,
-            "slack_bot_token": SecretStr("xoxb-test"),
-            "slack_app_token": SecretStr("xapp-test"),
-            "slack_signing_secret": SecretStr(SIGNING_SECRET),
-            "slack_edit_interval_s": 0.05,
-        }
-    )
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    fake, server = await start_fake()
-    yield fake
-    await server.close()
-
-
-@dataclass
-class Bot:
-    adapter: SlackAdapter
-    slack: SlackDelivery  # signed deliveries to the bot's events URL
-
-
-@asynccontextmanager
-async def slack_bot(
-    settings: Settings, client: ConciergeClient, fake: FakeSlack, *, max_chars: int = 3800
-) -> AsyncIterator[Bot]:
-    """The real Bolt app and adapter behind the real HTTP listener; leaving waits for the
-    answers it started (so what was sent is final)."""
-    web = AsyncWebClient(token="xoxb-test", base_url=fake.api_url)
-    app = build_app(settings, web, process_before_response=True)
-    adapter = SlackAdapter(settings, client, app, max_chars=max_chars)
-    server = TestServer(events_web_app(app, SIGNING_SECRET), host="127.0.0.1")
-    await server.start_server()
-    slack = SlackDelivery(f"http://127.0.0.1:{server.port}{EVENTS_PATH}", SIGNING_SECRET, fake)
-    try:
-        yield Bot(adapter, slack)
-    finally:
-        await adapter.close(grace_s=10.0)
-        await slack.close()
-        await server.close()
-
-
-def mention(text: str, ts: str) -> dict[str, Any]:
-    return {
-        "type": "app_mention",
-        "user": ASKER,
-        "text": f"<@{BOT_USER_ID}> {text}",
-        "ts": ts,
-        "channel": CHANNEL,
-        "event_ts": ts,
-    }
 
 
 async def post_raw(url: str, body: bytes, headers: dict[str, str]) -> int:
@@ -271,6 +208,29 @@ async def test_the_bot_adds_its_stop_reaction_to_its_answer_and_takes_it_back_at
     assert [call.params for call in added] == [where] == [call.params for call in removed]
     updates = fake.calls_of("chat.update")
     assert updates and added[0].at <= updates[0].at and removed[0].at >= updates[-1].at
+
+
+async def test_a_stop_reaction_slack_never_confirms_taking_back_costs_one_log_line(
+    settings: Settings, engine: RunningEngine, client: ConciergeClient, fake: FakeSlack
+) -> None:
+    fake.dropped = {"reactions.remove"}  # carried out, the connection cut before the answer
+    heard = Heard("no answer about the stop button")
+    logging.getLogger("bots.slack_sink").addHandler(heard)
+    try:
+        with log_output("INFO") as output:
+            async with slack_bot(settings, client, fake) as bot:
+                await bot.slack.event(mention("Say hello.", "310.1"))
+                await asyncio.wait_for(heard.event.wait(), 60)
+    finally:
+        logging.getLogger("bots.slack_sink").removeHandler(heard)
+    log = output.getvalue()
+
+    answer = fake.thread(CHANNEL, "310.1")[0]
+    assert answer.text.endswith(DONE_MARK + " done")
+    assert fake.calls_of("reactions.remove")
+    assert log.count("no answer about the stop button") == 1
+    assert "Traceback" not in log and "an answer failed" not in log
+    assert re.search(r"session \w+: done", log)  # the answer's end was carried through
 
 
 async def test_an_ask_answer_opens_with_who_asked_what_and_pings_no_one(

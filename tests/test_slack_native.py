@@ -3,8 +3,8 @@ and the real model: the thread status while an answer waits, streamed answers (a
 to ``chat.update``), Slack's stop control, the feedback buttons, and a Japanese-speaking asker.
 
 The fake offers streaming only where a test turns it on (``fake.streaming``), as a workspace
-may or may not; the apps run with ``process_before_response=True`` (see ``tests/test_slack.py``),
-so a delivery's answer means its listener has finished.
+may or may not; the apps run with ``process_before_response=True`` (see
+``tests/slack_fixture.py``), so a delivery's answer means its listener has finished.
 """
 
 from __future__ import annotations
@@ -34,40 +34,26 @@ from broker.protocol import Feedback
 from config.settings import Settings
 from config.texts import t
 from engine.llm import Backend
+from tests import slack_fixture
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.fake_slack import TEAM_ID, FakeSlack, Message
-from tests.fake_slack import start_fake_slack as start_fake
 from tests.helpers import WireTap, collect
+from tests.slack_fixture import ASKER, CHANNEL, STRANGER, Bot, mention, slack_bot
+from tests.test_secrets import log_output
 from tests.test_slack import (
-    ASKER,
-    CHANNEL,
     DONE,
     STOPPED,
-    STRANGER,
-    Bot,
     as_slack_shows,
     direct_answer,
-    mention,
     parts,
     shown,
-    slack_bot,
-    slack_settings,
     wait_until_shown,
 )
 
+# The shared fixtures: pytest finds a fixture by its name in the test's module.
+settings, fake, bot = slack_fixture.settings, slack_fixture.fake, slack_fixture.bot
+
 VOTER = "U0VOTER01"
-
-
-@pytest.fixture
-def settings(settings: Settings) -> Settings:
-    return slack_settings(settings)
-
-
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeSlack]:
-    fake, server = await start_fake()
-    yield fake
-    await server.close()
 
 
 @pytest.fixture
@@ -77,12 +63,6 @@ async def web(fake: FakeSlack) -> AsyncIterator[AsyncWebClient]:
     yield client
     if client.session is not None:
         await client.session.close()
-
-
-@pytest.fixture
-async def bot(settings: Settings, client: ConciergeClient, fake: FakeSlack) -> AsyncIterator[Bot]:
-    async with slack_bot(settings, client, fake) as running:
-        yield running
 
 
 async def streamed_to_its_end(fake: FakeSlack, thread_ts: str) -> Message:
@@ -315,6 +295,28 @@ async def test_where_slack_refuses_to_stream_answers_are_updated_in_place(
     assert "".join(sections) == first[0].text  # the text shows in the blocks too
 
 
+async def test_a_stream_start_slack_never_answers_is_posted_instead_and_streaming_stays_on(
+    bot: Bot, engine: RunningEngine, client: ConciergeClient, fake: FakeSlack
+) -> None:
+    fake.streaming, fake.dropped = True, {"chat.startStream"}  # started, the answer lost
+    with log_output("INFO") as output:
+        await bot.slack.event(mention("Say hello.", "310.1"))
+        first = await wait_until_shown(fake, "310.1")
+    fake.dropped = set()
+    await bot.slack.event(mention("Say hello.", "310.2"))
+    second = await streamed_to_its_end(fake, "310.2")
+    expected = await direct_answer(client, "Say hello.")
+    log = output.getvalue()
+
+    lost = [m for m in first if m.streamed]  # Slack made them; their ts never came back
+    posted = [m for m in first if not m.streamed]
+    assert shown(posted) == (as_slack_shows(expected), DONE)  # posted, then updated: exact
+    assert lost and all(m.texts == [""] for m in lost)  # left empty, for Slack to expire
+    assert second.text == stream_markdown(expected) + FOOTER_SEPARATOR + DONE
+    assert log.count("no answer to chat.startStream") == 1
+    assert "Traceback" not in log
+
+
 async def test_a_stream_the_server_expires_mid_answer_is_finished_with_an_update(
     settings: Settings, engine: RunningEngine, client: ConciergeClient, fake: FakeSlack
 ) -> None:
@@ -493,6 +495,21 @@ async def test_a_user_lookup_slack_never_answers_gives_the_default_and_is_not_re
     assert await people.locale(ASKER) == "ja"
 
     assert tried >= 1 and len(fake.calls_of("users.info")) == tried
+
+
+async def test_an_admin_check_slack_never_answers_says_no_once_the_client_gives_up(
+    fake: FakeSlack, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake.unanswered = {"users.info"}
+    quick = AsyncWebClient(token="xoxb-test", base_url=fake.api_url, timeout=1)
+    with caplog.at_level(logging.INFO, logger="bots.slack_people"):
+        assert await SlackPeople(quick, default="en").is_admin(STRANGER) is False
+
+    assert fake.calls_of("users.info")
+    said = [r for r in caplog.records if r.name == "bots.slack_people"]
+    assert [(r.levelno, "not an admin" in r.getMessage()) for r in said] == [
+        (logging.WARNING, True)
+    ]
 
 
 # --- a Japanese-speaking asker ----------------------------------------------------------------
