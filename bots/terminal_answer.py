@@ -13,6 +13,7 @@ from typing import TextIO
 from rich.markup import escape
 
 from bots.history import CUT_OFF_MARK, STOPPED_MARK
+from bots.renderer import history_notice
 from bots.session import Detached, ReplyTimeout, Session, SessionItem, StopRequested
 from bots.terminal_status import TerminalStatus
 from bots.terminal_text import AnswerText, common_length
@@ -27,16 +28,14 @@ from broker.protocol import (
     TerminalEvent,
     TokenEvent,
 )
+from config.texts import Locale, t
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 130
 STOP_CONFIRM_TIMEOUT_S = 10.0
 
-FINISHED_EARLY = {
-    "length": "cut off at the token limit (CONCIERGE_MAX_TOKENS)",
-    "repetition": "stopped because it was repeating itself",
-}
+FINISHED_EARLY = {"length": "terminal.cut_length", "repetition": "terminal.cut_repetition"}
 
 
 @dataclass(frozen=True)
@@ -49,14 +48,14 @@ class Outcome:
     mark: str = ""  # how the conversation marks a reply that did not run to its end
 
 
-def done_line(event: Done) -> str:
+def done_line(event: Done, locale: Locale) -> str:
     """``done · 42 tokens · 35.1 tokens/s``; just ``done`` for a text the model did not write
     (the engine's own, as when the site does not cover the question)."""
-    parts = ["done"]
+    parts = [t("terminal.done", locale)]
     if event.tokens:
-        parts.append(f"{event.tokens} tokens")
+        parts.append(t("terminal.tokens", locale, count=event.tokens))
     if event.tokens_per_s:
-        parts.append(f"{event.tokens_per_s:.1f} tokens/s")
+        parts.append(t("terminal.tokens_per_s", locale, rate=f"{event.tokens_per_s:.1f}"))
     return " · ".join(parts)
 
 
@@ -87,11 +86,11 @@ class TerminalAnswer:
         self.status.queued(self.session, ttl_s)
         try:
             while True:
-                timeout_s = STOP_CONFIRM_TIMEOUT_S if self.stopping else None
+                timeout_s = STOP_CONFIRM_TIMEOUT_S if self.stopping else self.session.timeout_s
                 try:
                     item = await self.session.next_item(timeout_s)
-                except ReplyTimeout as error:
-                    return self._timed_out(error)
+                except ReplyTimeout:
+                    return self._timed_out(timeout_s)
                 if (outcome := self._apply(item)) is not None:
                     return outcome
         finally:
@@ -120,7 +119,7 @@ class TerminalAnswer:
         if self.session.taken:
             self.stopping = True
             return None
-        self.status.say("[yellow]removed from the queue:[/] it will not be answered")
+        self.status.tell("terminal.removed")
         return Outcome(EXIT_INTERRUPTED)
 
     def _add(self, piece: str) -> None:
@@ -147,26 +146,29 @@ class TerminalAnswer:
                 mark = CUT_OFF_MARK if event.finish_reason != "stop" else ""
                 return Outcome(EXIT_OK, self._reply(final), mark)
             case Cancelled(tokens=tokens):
-                self.status.say(
-                    "[yellow]stopped[/]" + ("" if rescrape else f" after {tokens} tokens")
-                )
+                if rescrape:
+                    self.status.tell("terminal.stopped")
+                else:
+                    self.status.tell("terminal.stopped_after", tokens=tokens)
                 return Outcome(EXIT_INTERRUPTED, self._reply(final), STOPPED_MARK)
             case Failed(reason=reason):
-                self.status.say(f"[red]failed:[/] {escape(reason)}")
+                self.status.tell("terminal.failed", reason=escape(reason))
                 return Outcome(EXIT_FAILED, self._reply(final), CUT_OFF_MARK)
             case Expired(reason=reason):
-                self.status.say(f"[red]expired:[/] {escape(reason)}")
+                self.status.tell("terminal.expired", reason=escape(reason))
         return Outcome(EXIT_FAILED)
 
     def _say_done(self, event: Done, *, rescrape: bool) -> None:
         if rescrape:  # its text is its summary
             return
-        line = f"[dim]{done_line(event)}[/]"
+        locale = self.session.locale
+        line = f"[dim]{done_line(event, locale)}[/]"
         if event.finish_reason in FINISHED_EARLY:
-            line += f" · [yellow]{FINISHED_EARLY[event.finish_reason]}[/]"
+            line += f" · [yellow]{t(FINISHED_EARLY[event.finish_reason], locale)}[/]"
         self.status.say(line)
-        if event.history_dropped or self.session.history_cut:  # by the engine, or the client
-            self.status.say(f"[dim]only the last {event.history_used} messages were used[/]")
+        # older messages left out, by the engine or the client: the bots' own notice
+        if notice := history_notice(None, self.session.history_cut, event, locale):
+            self.status.say(f"[dim]{notice}[/]")
 
     def _reply(self, final: str) -> str | None:
         """The model's words in ``final``: up to where it leaves what the model streamed (the
@@ -177,8 +179,8 @@ class TerminalAnswer:
             return final
         return final[: common_length(final, self.model_words)]
 
-    def _timed_out(self, error: ReplyTimeout) -> Outcome:
-        self.status.say(f"[red]timed out:[/] {escape(str(error))}")
+    def _timed_out(self, waited_s: float) -> Outcome:
+        self.status.tell("terminal.timed_out", wait_s=f"{waited_s:g}")
         if self.stopping:
             return Outcome(EXIT_INTERRUPTED)
         return Outcome(EXIT_FAILED)

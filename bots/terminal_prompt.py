@@ -26,7 +26,8 @@ from prompt_toolkit.patch_stdout import patch_stdout
 from rich.console import Console
 from rich.text import Text
 
-PROMPT = "you> "
+from config.texts import Locale, t
+
 PROMPT_STYLE = "bold ansicyan"  # prompt_toolkit's name for rich's "bold cyan"
 ECHO_STYLE = "bold cyan"
 
@@ -43,21 +44,24 @@ class Lines(Protocol):
         ...
 
 
-def chat_lines(err: Console, leave: asyncio.Event) -> Lines:
-    """Edited lines at a terminal; else plain lines from the pipe or file on stdin."""
+def chat_lines(err: Console, leave: asyncio.Event, locale: Locale) -> Lines:
+    """Edited lines at a terminal; else plain lines from the pipe or file on stdin. The prompt
+    is in ``locale``."""
+    prompt = t("terminal.prompt", locale)
     if sys.stdin.isatty() and sys.stderr.isatty():
-        return EditedLines()
+        return EditedLines(prompt)
     mode = os.fstat(sys.stdin.fileno()).st_mode
     if stat.S_ISREG(mode):  # a file never blocks, and the loop cannot watch one
-        return FileLines(err)
-    return PipeLines(err, leave)
+        return FileLines(err, prompt)
+    return PipeLines(err, prompt, leave)
 
 
 class EditedLines:
     """prompt_toolkit's line editor on the terminal: history with the arrow keys, Ctrl+C
     clears a line (and leaves at an empty one), Ctrl+D leaves."""
 
-    def __init__(self) -> None:
+    def __init__(self, prompt: str) -> None:
+        self.prompt = FormattedText([(PROMPT_STYLE, prompt)])
         self.session: PromptSession[str] = PromptSession(
             history=InMemoryHistory(),
             key_bindings=_bindings(),
@@ -67,9 +71,7 @@ class EditedLines:
     async def read(self) -> str | None:
         try:
             with patch_stdout(raw=True):  # anything printed meanwhile goes above the prompt
-                return await self.session.prompt_async(
-                    FormattedText([(PROMPT_STYLE, PROMPT)]), handle_sigint=False
-                )
+                return await self.session.prompt_async(self.prompt, handle_sigint=False)
         except (EOFError, KeyboardInterrupt):
             return None
 
@@ -94,13 +96,14 @@ class PlainLines:
     """Lines not typed at a terminal: blank ones are not questions, and each question is
     echoed after the prompt (a terminal did not show it)."""
 
-    def __init__(self, err: Console) -> None:
+    def __init__(self, err: Console, prompt: str) -> None:
         self.err = err
+        self.prompt = prompt
 
     async def read(self) -> str | None:
         while (line := await self._next_line()) is not None:
             if line.strip():
-                self.err.print(Text.assemble((PROMPT, ECHO_STYLE), line.strip()))
+                self.err.print(Text.assemble((self.prompt, ECHO_STYLE), line.strip()))
                 return line
         return None
 
@@ -121,8 +124,8 @@ class FileLines(PlainLines):
 class PipeLines(PlainLines):
     """A pipe on stdin, read without blocking the loop; ``leave`` (Ctrl+C) ends it."""
 
-    def __init__(self, err: Console, leave: asyncio.Event) -> None:
-        super().__init__(err)
+    def __init__(self, err: Console, prompt: str, leave: asyncio.Event) -> None:
+        super().__init__(err, prompt)
         self.leave = leave
         self._reader: asyncio.StreamReader | None = None
 

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from bots.session import Session
 from broker.protocol import Progress
+from config.texts import Locale, t
 
 REFRESHES_PER_S = 8
 BAR_WIDTH = 40
@@ -26,14 +27,16 @@ BAR_WIDTH = 40
 class _Waiting:
     """A spinner, what it waits for, and for how long so far (redrawn with the time)."""
 
-    def __init__(self, label: str) -> None:
+    def __init__(self, label: str, locale: Locale) -> None:
         self.label = label
+        self.locale = locale
         self.since = time.monotonic()
         self.spinner = Spinner("dots", style="cyan")
 
     def __rich__(self) -> RenderableType:
         waited_s = time.monotonic() - self.since
-        self.spinner.update(text=Text(f"{self.label} · {waited_s:.0f} s", style="dim"))
+        waited = t("terminal.waited", self.locale, label=self.label, seconds=f"{waited_s:.0f}")
+        self.spinner.update(text=Text(waited, style="dim"))
         return self.spinner
 
 
@@ -45,29 +48,27 @@ def _progress_bar(event: Progress) -> RenderableType:
 
 
 class TerminalStatus:
-    """The status lines of one exchange."""
+    """The status lines of one exchange, in ``locale``."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, locale: Locale) -> None:
         self.console = console
+        self.locale = locale
         self.live: Live | None = None
 
     def queued(self, session: Session, ttl_s: float) -> None:
         """Just asked: how many wait before it, and whether any engine will take it."""
         ahead = session.queued_ahead
         if session.engines == 0:
-            self.say(
-                f"[yellow]no engine is running;[/] your question waits, {ahead} ahead "
-                f"(it expires in {ttl_s:g} s unless an engine starts)"
-            )
-            self._show(_Waiting("waiting for an engine"))
+            self.tell("terminal.no_engine", ahead=ahead, ttl_s=f"{ttl_s:g}")
+            self._wait("terminal.waiting_engine")
         elif ahead:
-            self._show(_Waiting(f"queued · {ahead} ahead"), plain=f"queued · {ahead} ahead")
+            self._wait("terminal.queued", plain=True, ahead=ahead)
         else:
-            self._show(_Waiting("queued · next up"), plain="queued · next up")
+            self._wait("terminal.next_up", plain=True)
 
     def started(self, kind: str) -> None:
         """The engine took it; the text (or the rescrape's progress) follows."""
-        self._show(_Waiting("rescraping" if kind == "rescrape" else "answering"))
+        self._wait("terminal.rescraping" if kind == "rescrape" else "terminal.answering")
 
     def progress(self, event: Progress) -> None:
         self._show(_progress_bar(event), plain=event.text)
@@ -81,8 +82,17 @@ class TerminalStatus:
         self._stop()
         self.console.print(markup, highlight=False)
 
+    def tell(self, key: str, **fields: object) -> None:
+        """The catalogue's line ``key`` for good (its fields escaped by the caller)."""
+        self.say(t(key, self.locale, **fields))
+
     def close(self) -> None:
         self._stop()
+
+    def _wait(self, key: str, *, plain: bool = False, **fields: object) -> None:
+        """A spinner with the text ``key``; for a pipe, the text once when ``plain``."""
+        label = t(key, self.locale, **fields)
+        self._show(_Waiting(label, self.locale), plain=label if plain else None)
 
     def _show(self, view: RenderableType, *, plain: str | None = None) -> None:
         """At a terminal, ``view`` replaces the changing line; else ``plain`` is printed."""

@@ -1,10 +1,11 @@
 """Every text the bots and the engine write to people themselves, in English and Japanese.
 
-One catalogue, filled by area (``bots``, ``discord``, ``slack``, ``engine``: one module each,
-so each area's texts sit beside each other); ``t`` looks a text up by key in a locale. A key
-must exist in every locale with the same ``{fields}`` (``tests/test_texts.py`` fails otherwise).
-Which locale: the asker's (Discord's interaction or guild locale, Slack's user locale), else
-``CONCIERGE_LOCALE``; the engine answers a question in the question's own language.
+One catalogue, filled by area (``bots``, ``discord``, ``slack``, ``terminal``, ``engine``: one
+module each, so each area's texts sit beside each other); ``t`` looks a text up by key in a
+locale. A key must exist in every locale with the same ``{fields}`` (``tests/test_texts.py``
+fails otherwise). Which locale: the asker's (Discord's interaction or guild locale, Slack's
+user locale), else ``CONCIERGE_LOCALE`` (the terminal's only one); the engine answers a
+question in the question's own language.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from config.texts import bots, discord, engine, slack
+from config.texts import bots, discord, engine, slack, terminal
 
 Locale = Literal["en", "ja"]
 LOCALES: tuple[Locale, ...] = ("en", "ja")
@@ -31,7 +32,7 @@ def _merge(*areas: Entries) -> dict[str, Mapping[Locale, str]]:
 
 
 CATALOGUE: dict[str, Mapping[Locale, str]] = _merge(
-    bots.TEXTS, discord.TEXTS, slack.TEXTS, engine.TEXTS
+    bots.TEXTS, discord.TEXTS, slack.TEXTS, terminal.TEXTS, engine.TEXTS
 )
 
 
