@@ -75,8 +75,8 @@ class DiscordConversations:
         read = 0
         async for earlier in self._earlier(question):
             said = self.said(earlier)
-            if said is not None and not conversation.add(said):
-                break
+            if said is not None:
+                conversation.add(said)
             read += 1
             if read >= MAX_MESSAGES_READ:
                 conversation.cut = True

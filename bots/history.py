@@ -1,13 +1,21 @@
 """A conversation's earlier messages as a request's ``history``, the same on every platform.
 
 An adapter reads the messages of a reply chain or a thread newest first, as ``Said`` values
-(the bot's own with their status line split off), and feeds them to a ``Conversation``. It
-joins an answer's continuation messages into one turn, leaves out messages that show nothing,
-and takes no more once it holds ``max_turns`` (the older ones are left out, and the answer says
-so). ``history`` gives the turns oldest first: people's messages as ``user`` turns, named when
-more than one person speaks; the bot's answers as ``assistant`` turns without their sources
-list, marked when they did not run to their end. ``last_turns`` and ``within_body`` then hold
-a request to the count setting and the protocol's 64 KiB.
+(the bot's own with their status line split off), and feeds them to a ``Conversation``, back to
+the conversation's first message (or as far as the adapter reads). It joins an answer's
+continuation messages into one turn and leaves out messages that show nothing. ``history``
+gives the turns oldest first: people's messages as ``user`` turns, named when more than one
+person speaks; the bot's answers as ``assistant`` turns without their sources list, marked when
+they did not run to their end. ``last_turns`` and ``within_body`` then hold a request to the
+count setting and the protocol's 64 KiB.
+
+A conversation with more turns than the count setting (N) keeps its newest **on the engine's
+grid** (broker/history_window.py), not the newest N: from ``block_start`` of all its turns and
+N. As it grows by an exchange per question, the turns sent begin with the same turn until the
+window is full again, then a block later, so the engine's prompt for a follow-up begins as the
+one before did and llama.cpp's saved state still serves it (engine/history.py says why). The
+grid is counted from the conversation's first turn, so the adapters read back to it; the
+answer says when older messages were left out.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ import re
 from dataclasses import dataclass, field
 
 from bots.renderer import Status, status_of
+from broker.history_window import block_start
 from broker.protocol import MAX_BODY_BYTES, MAX_HISTORY_TURN_CHARS, HistoryTurn, Request, encode
 
 STOPPED_MARK = " [stopped]"  # an answer someone stopped: the text it showed, then this
@@ -58,32 +67,35 @@ class Conversation:
     def __init__(self, max_turns: int, max_chars: int) -> None:
         self.max_turns = max_turns
         self.max_chars = max_chars
-        self.cut = False
+        self.cut = False  # the adapter stopped reading before the conversation's first message
         self._turns: list[_Turn] = []  # newest first
 
-    def add(self, said: Said) -> bool:
-        """Take the next older message; False once full (it and every older one are left out,
-        so a caller stops reading)."""
+    def add(self, said: Said) -> None:
+        """Take the next older message. Every message up to the adapter's cap is taken: the
+        turns kept are counted from the conversation's first (``history``)."""
         newest = self._turns[-1] if self._turns else None
         if said.by_bot and not said.footer and newest is not None and newest.said.by_bot:
             if said.text:  # an earlier piece of the same answer (only its last has a status)
                 newest.pieces.insert(0, said.text)
-            return True
+            return
         if not said.text and not said.by_bot:
-            return True  # nothing to read (an attachment alone, or text Discord hides)
-        if sum(1 for turn in self._turns if turn.pieces) >= self.max_turns:
-            self.cut = True
-            return False
+            return  # nothing to read (an attachment alone, or text Discord hides)
         self._turns.append(_Turn(said, [said.text] if said.text else []))
-        return True
 
     def history(self, asker: str) -> History:
-        """The turns oldest first, for a question by ``asker`` (a user id): people are named
-        when someone other than the asker speaks too."""
-        turns = [turn for turn in reversed(self._turns) if turn.pieces]
-        speakers = {asker} | {turn.said.author for turn in turns if not turn.said.by_bot}
-        entries = [self._entry(turn, named=len(speakers) > 1) for turn in turns]
-        return History(tuple(entry for entry in entries if entry.text), self.cut)
+        """The turns oldest first, from ``block_start`` of all of them and ``max_turns``, for a
+        question by ``asker`` (a user id): people are named when someone other than the asker
+        speaks in them too. ``cut`` when older turns were left out, or never read."""
+        shown = [
+            turn
+            for turn in reversed(self._turns)
+            if turn.pieces and self._entry(turn, named=False).text  # not only a sources list
+        ]
+        start = block_start(len(shown), self.max_turns)
+        kept = shown[start:]
+        speakers = {asker} | {turn.said.author for turn in kept if not turn.said.by_bot}
+        entries = tuple(self._entry(turn, named=len(speakers) > 1) for turn in kept)
+        return History(entries, cut=self.cut or start > 0)
 
     def _entry(self, turn: _Turn, *, named: bool) -> HistoryTurn:
         text = "".join(turn.pieces)
@@ -118,9 +130,12 @@ def _capped(text: str, mark: str, max_chars: int) -> str:
 def last_turns(
     turns: tuple[HistoryTurn, ...], max_turns: int, max_chars: int = MAX_HISTORY_TURN_CHARS
 ) -> tuple[tuple[HistoryTurn, ...], bool]:
-    """The newest ``max_turns`` of ``turns``, each within ``max_chars``, and whether any
-    were left out."""
-    kept = turns[max(0, len(turns) - max_turns) :] if max_turns else ()
+    """At most ``max_turns`` of ``turns`` (a whole conversation, oldest first), each within
+    ``max_chars``, and whether any were left out: from ``block_start`` on, the engine's grid
+    (see the module's docstring), so a growing conversation keeps its first turn kept for a
+    block of turns; none when ``max_turns`` is 0. An adapter's ``Conversation`` has cut on
+    the grid already: its turns (at most ``max_turns``) stay as they are."""
+    kept = turns[block_start(len(turns), max_turns) :]
     capped = tuple(
         turn
         if len(turn.text) <= max_chars
@@ -132,12 +147,14 @@ def last_turns(
 
 def within_body(request: Request) -> tuple[Request, bool]:
     """``request`` with its oldest turns left out until its body fits in ``MAX_BODY_BYTES``,
-    and whether any were."""
-    size = len(encode(request))
-    turns = request.history
-    while turns and size > MAX_BODY_BYTES:
-        size -= len(encode(turns[0])) + (1 if len(turns) > 1 else 0)  # and its comma
-        turns = turns[1:]
-    if len(turns) == len(request.history):
+    and whether any were: in blocks, as ``last_turns`` cuts (the newest that fit, from
+    ``block_start`` on), so long turns do not slide the history by one exchange either."""
+    history = request.history
+    size, fit = len(encode(request)), len(history)
+    while fit and size > MAX_BODY_BYTES:
+        size -= len(encode(history[-fit])) + (1 if fit > 1 else 0)  # the oldest, and its comma
+        fit -= 1
+    start = block_start(len(history), fit)
+    if start == 0:
         return request, False
-    return request.model_copy(update={"history": turns}), True
+    return request.model_copy(update={"history": history[start:]}), True

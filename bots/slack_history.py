@@ -109,8 +109,8 @@ class SlackConversations:
             return None
         conversation = Conversation(self.max_turns, self.max_chars)
         for message in reversed(earlier):
-            if not all(conversation.add(said) for said in await self._read(message, me, asker)):
-                break
+            for said in await self._read(message, me, asker):
+                conversation.add(said)
         if len(messages) >= MAX_MESSAGES_READ:
             conversation.cut = True
         return conversation.history(asker)

@@ -26,13 +26,13 @@ from bots.terminal_answer import EXIT_FAILED, EXIT_OK, Outcome, TerminalAnswer
 from bots.terminal_prompt import Lines, chat_lines
 from bots.terminal_status import TerminalStatus
 from bots.terminal_text import answer_text
+from broker.history_window import block_start
 from broker.protocol import MAX_HISTORY_TURNS, HistoryTurn
 from config.settings import Settings
+from config.texts import Locale, t
 
 EXIT_USAGE = 2
 COMMAND = re.compile(r"^/[a-z]+$")  # "/new"; "/etc/hosts?" is a question
-KEYS = "[bold]/new[/] starts a new conversation · Ctrl+D leaves"
-HELP = f"ask anything · Ctrl+C stops an answer · {KEYS}"
 
 
 def one_off(settings: Settings) -> Settings:
@@ -53,10 +53,11 @@ async def ask(
     as_json: bool = False,
     kind: Kind = "ask",
 ) -> int:
-    """One question (or a rescrape); the answer on stdout. Exit 0 when done, 130 when stopped."""
+    """One question (or a rescrape); the answer on stdout. Exit 0 when done, 130 when stopped.
+    What it says itself, and the engine's own lines, come in ``CONCIERGE_LOCALE``."""
     err = _stderr()
     if kind == "ask" and not question.strip():
-        err.print("[red]not asked:[/] the question is empty")
+        err.print(t("terminal.empty_question", settings.locale))
         return EXIT_USAGE
     async with ConciergeClient(one_off(settings), "terminal") as client:
         asked: list[Session] = []
@@ -72,7 +73,7 @@ async def ask(
             try:
                 session = await client.ask(Ask(question, getpass.getuser(), kind))
             except AskRefused as refusal:
-                err.print(f"[red]not asked:[/] {escape(str(refusal))}")
+                err.print(t("terminal.not_asked", settings.locale, reason=escape(str(refusal))))
                 return EXIT_FAILED
             asked.append(session)
             if stop_pressed.is_set():
@@ -80,7 +81,7 @@ async def ask(
             answer = TerminalAnswer(
                 session,
                 answer_text(sys.stdout),
-                TerminalStatus(err),
+                TerminalStatus(err, session.locale),
                 json_out=sys.stdout if as_json else None,
             )
             with client.showing(session):
@@ -92,13 +93,13 @@ async def chat(settings: Settings, *, log_file: Path | None = None) -> int:
     this process logs (``concierge up``), said in the banner."""
     err = _stderr()
     leave = asyncio.Event()
-    lines = chat_lines(err, leave)
+    lines = chat_lines(err, leave, settings.locale)
     async with ConciergeClient(one_off(settings), "terminal") as client:
         conversation = Chat(client, settings, err, lines)
         with _on_sigint(lambda: conversation.interrupt(leave)):
-            err.print(f"[bold]Concierge[/] · {HELP}")
+            err.print(f"[bold]Concierge[/] · {_help(settings.locale)}")
             if log_file is not None:
-                err.print(f"[dim]the engine logs to {escape(str(log_file))}[/]")
+                err.print(t("terminal.log_file", settings.locale, path=escape(str(log_file))))
             while (line := await lines.read()) is not None:
                 await conversation.take(line)
     return EXIT_OK
@@ -113,6 +114,7 @@ class Chat:
         self.client = client
         self.err = err
         self.lines = lines
+        self.locale = settings.locale
         self.turns = Turns(settings.history_max_messages, settings.history_max_chars)
         self.current: Session | None = None
 
@@ -120,7 +122,7 @@ class Chat:
         """A line typed at the prompt: a question, a command, or nothing."""
         question = line.strip()
         if not question:
-            self.err.print(f"[yellow]type a question first[/] · {KEYS}")
+            self._say("terminal.no_question", keys=self._keys())
         elif COMMAND.match(question):
             self._command(question)
         else:
@@ -129,20 +131,26 @@ class Chat:
     def _command(self, command: str) -> None:
         if command == "/new":
             self.turns.clear()
-            self.err.print("[green]new conversation:[/] the questions before are forgotten")
+            self._say("terminal.new_conversation")
         elif command == "/help":
-            self.err.print(HELP)
+            self.err.print(_help(self.locale))
         else:
-            self.err.print(f"[yellow]no command {escape(command)}[/] · {KEYS}")
+            self._say("terminal.no_command", command=escape(command), keys=self._keys())
 
     async def _ask(self, question: str) -> None:
-        ask = Ask(question, getpass.getuser(), history=self.turns.history())
+        ask = Ask(
+            question,
+            getpass.getuser(),
+            history=self.turns.history(),
+            history_cut=self.turns.cut,
+        )
         try:
             session = await self.client.ask(ask)
         except AskRefused as refusal:
-            self.err.print(f"[red]not asked:[/] {escape(str(refusal))}")
+            self._say("terminal.not_asked", reason=escape(str(refusal)))
             return
-        answer = TerminalAnswer(session, answer_text(sys.stdout), TerminalStatus(self.err))
+        status = TerminalStatus(self.err, session.locale)
+        answer = TerminalAnswer(session, answer_text(sys.stdout), status)
         self.current = session
         try:
             with self.lines.held(), self.client.showing(session):
@@ -158,16 +166,34 @@ class Chat:
         else:
             leave.set()
 
+    def _say(self, key: str, **fields: object) -> None:
+        """The catalogue's line ``key`` in the chat's locale (fields escaped by the caller)."""
+        self.err.print(t(key, self.locale, **fields))
+
+    def _keys(self) -> str:
+        return t("terminal.keys", self.locale)
+
+
+def _help(locale: Locale) -> str:
+    """What the chat takes: its first line, and the answer to ``/help``."""
+    return t("terminal.help", locale, keys=t("terminal.keys", locale))
+
 
 class Turns:
     """The conversation so far as the request's ``history``: each question with the model's
-    answer as it was shown (marked when it did not run to its end). The client sends the
-    newest ``max_turns`` and flags the cut (the answer then says so); none when it is 0."""
+    answer as it was shown (marked when it did not run to its end). The client sends at most
+    ``max_turns`` of them, cut on the engine's grid (``bots.history.last_turns``), and flags
+    the cut (the answer then says so); none when it is 0.
+
+    Past the protocol's 50 turns the oldest go here too, on the same grid (a block of 16):
+    the smaller window's block divides it, so the client's cut of what is kept is the one it
+    would make of the whole conversation, and the turns sent keep their start as it grows."""
 
     def __init__(self, max_turns: int, max_chars: int) -> None:
         self.max_turns = MAX_HISTORY_TURNS if max_turns else 0
         self.max_chars = max_chars
         self._turns: list[HistoryTurn] = []
+        self.cut = False  # the oldest turns went here: the answer says only the last were used
 
     def history(self) -> tuple[HistoryTurn, ...]:
         return tuple(self._turns)
@@ -182,10 +208,13 @@ class Turns:
                 role="assistant", text=_capped(outcome.reply, outcome.mark, self.max_chars)
             ),
         ]
-        del self._turns[: max(0, len(self._turns) - self.max_turns)]
+        dropped = block_start(len(self._turns), self.max_turns)
+        del self._turns[:dropped]
+        self.cut = self.cut or (dropped > 0 and self.max_turns > 0)  # 0: conversations off
 
     def clear(self) -> None:
         self._turns.clear()
+        self.cut = False
 
 
 def _capped(text: str, mark: str, max_chars: int) -> str:

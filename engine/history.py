@@ -10,7 +10,8 @@ follow-up is fast because its prompt begins as the last turn's did, so llama.cpp
 what is new (engine/state_cache.py). A window that slides by one exchange per turn changes the
 prompt's beginning at every turn, so every follow-up is read again from the system prompt, as
 without the cache (about twice the time to the first token at turn 8, docs/benchmarks.md). So
-the first turn kept sits on a grid, a multiple of a block (``block_start``): as the
+the first turn kept sits on a grid, a multiple of a block (``block_start``, in
+broker/history_window.py since the bots cut on the same grid): as the
 conversation grows by one exchange per turn, the start stays where it was until the window is
 full again, then moves one block on. A block is about half of what fits (a power of two, so
 the grid stays put when what fits changes by a turn or two): the turns kept are always more
@@ -21,9 +22,10 @@ turn before with one exchange dropped at a time, 5 with blocks; the tokens read 
 the saved states do not hold) went from 8,157 to 6,162.
 
 The grid is counted from the history's oldest turn, so it holds while the bot sends the
-conversation from its beginning. A bot that cuts the history to its own last N messages slides
-it again; bots/history.py must then cut in blocks as well (``block_start`` of the whole
-conversation and its N).
+conversation from its beginning, or cut on the same grid: a bot that kept its own last N
+messages would slide the history again, so bots/history.py keeps the conversation's turns from
+``block_start`` of all of them and its N (a block of a smaller window divides a larger one's,
+so the engine's cut of what the bot sent is on the whole conversation's grid too).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from broker.history_window import block_start
 from broker.protocol import HistoryTurn
 from engine.llm import ChatMessage
 
@@ -86,25 +89,6 @@ def fit_history_in_blocks(
     window = fit_history(turns, fits).used
     start = block_start(len(turns), window)
     return FittedHistory(tuple(turns[start:]), dropped=start)
-
-
-def block_start(total: int, window: int) -> int:
-    """The first of ``total`` turns to keep when only the newest ``window`` fit: 0 when all
-    do, else the first multiple of the block (``history_block(window)``) that leaves at most
-    ``window``. More turns never make a prompt shorter, so fewer than ``window`` fit too."""
-    if total <= window:
-        return 0
-    block = history_block(window)
-    return -(-(total - window) // block) * block  # the excess, rounded up to whole blocks
-
-
-def history_block(window: int) -> int:
-    """How many turns go at once when ``window`` turns fit: the largest power of two up to
-    half of it (4 of 12, 8 of 16 to 31), so the turns kept are always more than half of what
-    fits; 1 (no block) below 4, where a block would leave too little. Even from 2 on, so an
-    exchange (a question and its answer) is never split."""
-    half = max(1, window // 2)
-    return 1 << (half.bit_length() - 1)
 
 
 def search_text(question: str, history: Sequence[ChatMessage]) -> str:

@@ -18,6 +18,7 @@ from bots.ask import Ask
 from bots.client import ConciergeClient
 from bots.session import Session
 from broker.amqp import Broker
+from broker.history_window import block_start
 from broker.protocol import (
     ERROR_HEADER,
     MAX_HISTORY_TURN_CHARS,
@@ -32,7 +33,7 @@ from cli.benchmarks import report
 from cli.benchmarks.conversation import CACHED, UNCACHED, ConversationConfig, run_conversation
 from cli.benchmarks.rig import BenchBackend
 from config.settings import Settings, load_settings
-from engine.history import as_messages, block_start
+from engine.history import as_messages
 from engine.knowledge.builder import build_kb
 from engine.knowledge.models import Article
 from engine.llm import Backend, ChatMessage, GenerationLimits, LlamaBackend

@@ -42,10 +42,14 @@ from bots.slack_app import build_app
 from bots.slack_format import asked_line, message_text, slack_text
 from bots.slack_history import Me, plain
 from bots.slack_history import split_status as slack_split_status
+from bots.terminal import Turns
+from bots.terminal_answer import Outcome
 from broker.amqp import Broker
+from broker.history_window import history_block
 from broker.protocol import (
     MAX_BODY_BYTES,
     MAX_HISTORY_TURN_CHARS,
+    MAX_HISTORY_TURNS,
     Done,
     HistoryTurn,
     Request,
@@ -89,8 +93,7 @@ def turns(*pairs: tuple[str, str]) -> tuple[HistoryTurn, ...]:
 def read(newest_first: Sequence[Said], *, asker: str = "U1", max_turns: int = 12) -> Any:
     conversation = Conversation(max_turns, 4000)
     for said in newest_first:
-        if not conversation.add(said):
-            break
+        conversation.add(said)
     return conversation.history(asker)
 
 
@@ -151,16 +154,45 @@ def test_an_answer_that_did_not_end_is_marked_and_a_message_showing_nothing_is_l
     ]
 
 
-def test_a_conversation_longer_than_the_cap_keeps_its_newest_turns_and_says_it_was_cut() -> None:
-    conversation = Conversation(max_turns=3, max_chars=4000)
-    said = [bot("A3"), user("Q3"), bot("A2"), user("Q2"), bot("A1"), user("Q1")]
-    taken = [conversation.add(message) for message in said]
+def test_a_conversation_over_the_cap_keeps_its_turns_on_the_grid_and_says_it_was_cut() -> None:
+    conversation = Conversation(max_turns=8, max_chars=4000)
+    said = [message for n in range(7, 0, -1) for message in (bot(f"A{n}"), user(f"Q{n}"))]
+    for message in said:  # newest first, back to the conversation's first: the grid's start
+        conversation.add(message)
     history = conversation.history("U1")
 
-    assert taken == [True, True, True, False, False, False][: len(taken)]
-    assert len(taken) == 6 and taken.index(False) == 3
-    assert history.turns == turns(("assistant", "A2"), ("user", "Q3"), ("assistant", "A3"))
+    # 14 turns, at most 8, a block of 4: the first 8 go (dropping 6 would slide the start)
+    assert [turn.text for turn in history.turns] == ["Q5", "A5", "Q6", "A6", "Q7", "A7"]
     assert history.cut
+
+
+def test_a_growing_conversation_read_by_an_adapter_keeps_its_start_for_a_block() -> None:
+    firsts = []
+    for exchanges in range(1, 9):
+        said = [m for n in range(exchanges, 0, -1) for m in (bot(f"A{n}"), user(f"Q{n}"))]
+        history = read(said, max_turns=8)
+        firsts.append((history.turns[0].text, len(history.turns), history.cut))
+
+    assert firsts == [
+        ("Q1", 2, False),
+        ("Q1", 4, False),
+        ("Q1", 6, False),
+        ("Q1", 8, False),  # full: the next exchange moves the start a block of 4 on
+        ("Q3", 6, True),
+        ("Q3", 8, True),
+        ("Q5", 6, True),
+        ("Q5", 8, True),
+    ]
+
+
+def test_an_answer_that_shows_nothing_is_not_counted_on_the_grid() -> None:
+    said = [bot("A3"), user("Q3"), bot("A2"), user("Q2"), bot(SOURCES.strip()), user("Q1")]
+
+    history = read(said, max_turns=4)  # 5 turns that show something, a block of 2
+    whole = read(said, max_turns=50)
+
+    assert [turn.text for turn in history.turns] == ["A2", "Q3", "A3"]
+    assert (history.turns, history.cut) == last_turns(whole.turns, 4)  # the client's count
 
 
 def test_a_turn_over_the_character_cap_keeps_its_start_and_its_mark() -> None:
@@ -174,11 +206,13 @@ def test_a_turn_over_the_character_cap_keeps_its_start_and_its_mark() -> None:
     assert len(second.text) == 20
 
 
-def test_the_newest_turns_are_kept_to_the_count_and_the_body_fits_the_protocol() -> None:
+def test_the_turns_are_kept_on_the_grid_to_the_count_and_the_body_fits_the_protocol() -> None:
     many = turns(*[("user", f"q{n}") for n in range(10)])
-    assert last_turns(many, 3) == (many[-3:], True)
+    assert last_turns(many, 3) == (many[-3:], True)  # below 4, a block is one turn
+    assert last_turns(many, 8) == (many[4:], True)  # a block of 4: 6 kept, not the newest 8
     assert last_turns(many, 10) == (many, False)
     assert last_turns(many, 0) == ((), True)
+    assert last_turns(many[4:], 8) == (many[4:], False)  # cut on the grid already: as it is
     long = turns(("user", "q" * 30), ("assistant", "a" * 5))
     assert last_turns(long, 3, max_chars=10) == (
         turns(("user", "q" * 9 + TRUNCATED_MARK), ("assistant", "a" * 5)),
@@ -193,9 +227,81 @@ def test_the_newest_turns_are_kept_to_the_count_and_the_body_fits_the_protocol()
     assert fitted.history == big[-len(fitted.history) :]
     assert len(encode(fitted.model_copy(update={"history": big[-len(fitted.history) - 1 :]}))) > (
         MAX_BODY_BYTES
-    )  # one more turn would not have fitted
+    )  # one more turn would not have fitted (3 fit: a block is one turn)
+    # 8 of 10 turns of half the size fit: a block of 4, so 4 go, not 2 (the grid, as above)
+    halves = turns(*[("user", "é" * (MAX_HISTORY_TURN_CHARS // 2)) for _ in range(10)])
+    request = make_request(reply_to="bot", user_id="u", question="q?", ttl_s=30, history=halves)
+    assert len(encode(request.model_copy(update={"history": halves[2:]}))) <= MAX_BODY_BYTES
+    assert len(encode(request.model_copy(update={"history": halves[1:]}))) > MAX_BODY_BYTES
+    assert within_body(request) == (request.model_copy(update={"history": halves[4:]}), True)
     small = make_request(reply_to="bot", user_id="u", question="q?", ttl_s=30, history=many)
     assert within_body(small) == (small, False)
+
+
+def exchanges(count: int) -> tuple[HistoryTurn, ...]:
+    return turns(
+        *[pair for n in range(count) for pair in (("user", f"q{n}"), ("assistant", f"a{n}"))]
+    )
+
+
+@pytest.mark.parametrize("max_turns", [4, 8, 12, 16, 50])
+def test_as_a_conversation_grows_its_first_turn_kept_stays_until_the_window_is_full(
+    max_turns: int,
+) -> None:
+    """An exchange a question: the first turn sent stays put while the window fills, then
+    moves on by one block (engine/history.py: the prompt's beginning, and its saved state)."""
+    whole, block = exchanges(60), history_block(max_turns)
+    first, size, moves = 0, 0, 0
+    for total in range(2, len(whole) + 1, 2):
+        kept, cut = last_turns(whole[:total], max_turns)
+        start = total - len(kept)
+        assert kept == whole[start:total] and len(kept) <= max_turns and cut == (start > 0)
+        if start != first:
+            assert size + 2 > max_turns and start - first == block, (total, first, start)
+            moves += 1
+        first, size = start, len(kept)
+    assert moves >= 2
+
+
+@pytest.mark.parametrize("max_turns", [12, 50])
+def test_the_terminal_chat_past_the_protocols_50_turns_keeps_them_on_the_same_grid(
+    max_turns: int,
+) -> None:
+    chat = Turns(max_turns, 4000)
+    for n in range(60):
+        chat.add(f"q{n}", Outcome(0, f"a{n}"))
+        kept = chat.history()
+        assert len(kept) <= MAX_HISTORY_TURNS
+        # what the client then sends is what it would send of the whole conversation
+        assert last_turns(kept, max_turns)[0] == last_turns(exchanges(n + 1), max_turns)[0]
+        assert chat.cut == (2 * (n + 1) > MAX_HISTORY_TURNS)  # the answer then says so
+    assert kept == exchanges(60)[80:]  # 120 turns: the first 80 went in blocks of 16
+    chat.clear()  # /new
+    assert not chat.cut and chat.history() == ()
+
+
+async def test_the_client_sends_a_growing_conversation_from_the_same_turn_until_a_block_goes(
+    settings: Settings, broker: Broker
+) -> None:
+    settings = settings.model_copy(update={"history_max_messages": 8})
+    asked = range(1, 9)  # the 2nd to the 9th question of one conversation
+    async with ConciergeClient(settings, "test") as client:
+        tap = await WireTap.open(broker, client.bot_id)
+        sessions = [await client.ask(Ask(f"q{n}", f"g{n}", history=exchanges(n))) for n in asked]
+        sent = [await tap.request_from(f"g{n}") for n in asked]
+        await tap.channel.close()
+
+    assert [(r.history[0].text, len(r.history)) for r in sent] == [
+        ("q0", 2),
+        ("q0", 4),
+        ("q0", 6),
+        ("q0", 8),  # full: a block of 4 goes with the next exchange, and the next
+        ("q2", 6),
+        ("q2", 8),
+        ("q4", 6),
+        ("q4", 8),
+    ]
+    assert [session.history_cut for session in sessions] == [False] * 4 + [True] * 4
 
 
 async def test_the_client_sends_the_newest_turns_the_settings_allow(
@@ -361,16 +467,9 @@ class Discord:
         return int(payload["id"])
 
     async def answer_to(self, question_id: int) -> list[int]:
-        """The answer's messages, once the bot is done with it (it takes its 🛑 back last)."""
+        """The answer's messages, once it shows its end (a final status, no Stop button)."""
         first = await self.fake.wait_for(lambda c: c in self.fake.replies_to(question_id))
-        first_id = int(first.response["id"])
-        await self.fake.wait_for(
-            lambda c: c.method == "DELETE" and f"/messages/{first_id}/reactions/" in c.path
-        )
-        chain = [first_id]
-        while replies := self.fake.replies_to(chain[-1]):
-            chain.append(int(replies[0].response["id"]))
-        return chain
+        return await self.fake.until_ended(int(first.response["id"]))
 
     async def request(self, number: int) -> Request:
         """The ``number``-th request (from 1) the bot sent."""
@@ -470,11 +569,11 @@ async def test_someone_elses_reply_in_the_chain_is_named(discord_bot: Discord) -
     )
 
 
-async def test_a_chain_longer_than_the_cap_keeps_its_newest_turns_and_the_answer_says_so(
+async def test_a_chain_longer_than_the_cap_keeps_its_turns_on_the_grid_and_the_answer_says_so(
     settings: Settings, client: ConciergeClient, broker: Broker, fake_discord: FakeDiscord,
     backend: Any,
 ) -> None:  # fmt: skip
-    settings = settings.model_copy(update={"history_max_messages": 3})
+    settings = settings.model_copy(update={"history_max_messages": 8})
     engine = await start_engine(settings, backend)
     tap = await WireTap.open(broker, client.bot_id)
     bot = ConciergeBot(settings, client, guild_ready_timeout=0.05)
@@ -498,14 +597,20 @@ async def test_a_chain_longer_than_the_cap_keeps_its_newest_turns_and_the_answer
         await tap.channel.close()
         await engine.stop()
 
+    # 10 turns, at most 8, a block of 4: the first 4 go, not 2 (bots/history.py)
     assert request.history == turns(
-        ("assistant", "Answer 4."), ("user", "Question 5?"), ("assistant", "Answer 5.")
+        *[
+            pair
+            for n in (3, 4, 5)
+            for pair in (("user", f"Question {n}?"), ("assistant", f"Answer {n}."))
+        ]
     )
     assert done.history_dropped == 0
     footer = discord_split_status(fake_discord.messages[answer[-1]]["content"])[1]
-    assert footer == "✅ done · only the last 3 messages were used"
-    # read only as far as needed: each GET brings the message it replies to along
-    assert len(fake_discord.reads()) == 2
+    assert footer == "✅ done · only the last 6 messages were used"  # the number sent, not 8
+    # read back to the chain's first message, which the grid counts from: each GET brings
+    # the message it replies to along
+    assert len(fake_discord.reads()) == 5
 
 
 async def test_a_stopped_answer_is_in_the_history_as_far_as_it_went(

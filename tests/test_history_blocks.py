@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from broker.history_window import block_start, history_block
 from broker.protocol import HistoryTurn, make_request
 from cli.benchmarks.town import ANSWERS, ARTICLES, CONVERSATION
 from config.settings import Settings
-from engine.history import block_start, fit_history, fit_history_in_blocks
+from engine.history import fit_history, fit_history_in_blocks
 from engine.knowledge.builder import build_kb
 from engine.llm import Backend, ChatMessage
 from engine.prompt import SitePrompts
@@ -48,6 +49,18 @@ def test_a_growing_conversation_keeps_its_start_for_a_block_of_turns(window: int
     dropping = sum(1 for total in range(2, 101, 2) if total > window)
     if window >= 8:  # blocks of 4 messages and more: two turns or more from each start
         assert moves <= dropping / 2 + 1  # the first move, from 0, counts too
+
+
+def test_the_rule_as_docs_protocol_states_it_for_clients() -> None:
+    """block = the largest power of two <= max(1, N // 2); first kept = ceil((total - N) /
+    block) * block when total > N (docs/protocol.md, the request's history)."""
+    assert [history_block(n) for n in (0, 1, 3, 4, 7, 8, 12, 16, 31, 32, 50)] == [
+        1, 1, 1, 2, 2, 4, 4, 8, 8, 16, 16,
+    ]  # fmt: skip
+    assert [block_start(total, 12) for total in (12, 13, 14, 16, 17, 18, 20)] == [
+        0, 4, 4, 4, 8, 8, 8,
+    ]  # fmt: skip
+    assert block_start(5, 0) == 5  # none may stay: none is kept
 
 
 def test_nothing_is_dropped_when_everything_fits() -> None:
