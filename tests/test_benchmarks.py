@@ -21,10 +21,11 @@ from rich.console import Console
 from broker.amqp import Broker
 from cli.benchmarks import report
 from cli.benchmarks.cancel import CANCEL_QUEUE, FIFO, CancelConfig, run_cancel
-from cli.benchmarks.command import add_bench_parser, bench_command
+from cli.benchmarks.command import add_bench_parser, bench_command, save_results
 from cli.benchmarks.queue import QueueConfig, run_queue
 from cli.benchmarks.rig import SCHEMA_VERSION, BenchBackend, summarize
 from cli.benchmarks.stream import IN_PROCESS, PIPELINE, StreamConfig, run_stream
+from cli.console.results import cancel_results
 from config.settings import Settings, load_settings
 from engine.llm import Backend
 
@@ -174,6 +175,45 @@ async def test_bench_command_prints_one_json_document_and_draws(
     doc = json.loads(capsys.readouterr().out)
     assert doc["benchmark"] == "queue" and doc["requests"]["lost"] == 0
     assert plot.stat().st_size > 0
+
+
+async def test_bench_cancel_saves_its_document_where_the_console_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = load_settings(kb_path=tmp_path / "data" / "kb.sqlite3")  # data/: not made yet
+    parser = argparse.ArgumentParser()
+    add_bench_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(
+        ["bench", "cancel", "--depths", "0", "--repeat", "1", "--max-tokens", "16",
+         "--tokens-before-cancel", "2", "--filler-tokens", "1", "--json"]
+    )  # fmt: skip
+    assert await bench_command(args, settings) == 0
+    printed, err = capsys.readouterr()
+    saved = tmp_path / "data" / "bench-cancel.json"
+    doc = json.loads(printed)  # stdout is still one JSON document: the line goes to stderr
+    assert json.loads(saved.read_text(encoding="utf-8")) == doc
+    assert f"results saved to {saved}\n" in err
+    chart = cancel_results(settings=settings)
+    assert (chart["file"], chart["made_at"]) == (str(saved), doc["started_at"])
+    assert {row["mode"] for row in chart["rows"]} == {FIFO, CANCEL_QUEUE}
+    assert "note" not in chart
+
+
+def test_a_failed_save_is_one_line_and_keeps_the_previous_file_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    assert not save_results({"benchmark": "cancel"}, blocker / "bench-cancel.json")
+    err = capsys.readouterr().err
+    saved, reason = blocker / "bench-cancel.json", f"cannot make the directory {blocker}"
+    assert err == f"results not saved to {saved}: {reason} (File exists)\n"
+    path = tmp_path / "bench-cancel.json"
+    report.save({"benchmark": "cancel", "n": 1}, path)
+    with pytest.raises(TypeError):  # fails after the new file was opened
+        report.save({"benchmark": "cancel", "n": object()}, path)
+    assert json.loads(path.read_text(encoding="utf-8")) == {"benchmark": "cancel", "n": 1}
+    assert sorted(child.name for child in tmp_path.iterdir()) == [path.name, blocker.name]
 
 
 def test_plot_without_matplotlib_fails_at_once_naming_the_extra(

@@ -57,6 +57,9 @@ LEDGER_SENTENCES = (
 )
 PREFILL_QUESTION = "Summarise the harbour ledger above in three sentences."
 SEEN_TIMEOUT_S = 120.0
+# The latest results, kept beside the knowledge base: the directory an operator already gave
+# Concierge's data (``/data`` in compose.yaml), where the web console's chart looks for them.
+RESULTS_NAME = "bench-cancel.json"
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,16 @@ class CancelConfig:
     cancel_after_s: float | None = None  # prefill: after Started; default a quarter of prefill
     baseline_runs: int = 1  # prefill: full processing measured this many times, no cancel
     context_size: int = 4096
+
+
+def results_path(settings: Settings, phase: str = "decode") -> Path:
+    """Where ``concierge bench cancel`` saves its latest document, and the console reads it.
+
+    A prefill run has a file of its own: the console's chart and demo cancel while decoding,
+    so a prefill run must not replace the figures they are compared with.
+    """
+    name = RESULTS_NAME if phase == "decode" else f"bench-cancel-{phase}.json"
+    return (settings.kb_path.parent / name).absolute()
 
 
 async def run_cancel(

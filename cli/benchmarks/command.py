@@ -243,7 +243,8 @@ def _quiet(verbose: bool) -> Iterator[None]:
 
 
 async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
-    """Run the chosen benchmark; print a table (or ``--json``) and draw ``--plot``."""
+    """Run the chosen benchmark; print a table (or ``--json``) and draw ``--plot``; ``cancel``
+    also saves its document where the web console's chart reads it."""
     from rich.console import Console
 
     from cli.benchmarks import report
@@ -262,9 +263,31 @@ async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
         print(report.to_json(doc))
     else:
         report.print_report(doc, Console())
+    if args.benchmark == "cancel":
+        from cli.benchmarks.cancel import results_path
+
+        save_results(doc, results_path(settings, args.phase))
     if args.plot is not None:
         report.plot(doc, args.plot)
     return 0
+
+
+def save_results(doc: dict[str, Any], path: Path) -> bool:
+    """Save the document and say where, on stderr (stdout may be ``--json > file``). The
+    results are printed already: a failure costs only the file, so it is one line, not an
+    error."""
+    from cli.benchmarks import report
+
+    try:
+        report.save(doc, path)
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        if error.filename is not None and Path(error.filename) in path.parents:
+            reason = f"cannot make the directory {error.filename} ({reason})"
+        print(f"results not saved to {path}: {reason}", file=sys.stderr)
+        return False
+    print(f"results saved to {path}", file=sys.stderr)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:

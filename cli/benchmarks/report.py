@@ -1,8 +1,11 @@
-"""Showing a benchmark's document: a rich table, the JSON itself, or a chart (matplotlib)."""
+"""Showing a benchmark's document: a rich table, the JSON itself, or a chart (matplotlib);
+and keeping it in a file."""
 
 from __future__ import annotations
 
 import json
+import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,25 @@ MODE_LABELS = {
 
 def to_json(doc: dict[str, Any]) -> str:
     return json.dumps(doc, indent=2)
+
+
+def save(doc: dict[str, Any], path: Path) -> None:
+    """Write the document to ``path`` whole or not at all (a new file beside it, then
+    ``os.replace``): the console never reads half a file, and a failed write leaves the
+    previous results in place. Raises ``OSError``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
+    # "x": a new file or an error (never another's), with the user's usual permissions
+    file = partial.open("x", encoding="utf-8")
+    try:
+        with file:
+            file.write(to_json(doc) + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(partial, path)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
 
 
 def _s(value: float | None, digits: int = 3) -> str:
