@@ -46,7 +46,8 @@ class QueueInfo:
 async def read_queues(
     settings: Settings, engine_names: Sequence[str] = (), bot_names: Sequence[str] = ()
 ) -> list[QueueInfo]:
-    """The shared queues of the prefix, each engine's cancel queue and each named reply queue.
+    """The shared queues of the prefix (request, expired, dead, feedback), each engine's cancel
+    queue and each named reply queue.
 
     AMQP cannot list queues: cancel and reply queues are looked up by name (the settings'
     ``engine_name`` and ``bot_name``, plus any given).
@@ -56,6 +57,7 @@ async def read_queues(
         ("request", names.request_queue),
         ("expired", names.expired_queue),
         ("dead", names.dead_queue),
+        ("feedback", names.feedback_queue),  # votes, waiting for an engine to store them
     ]
     for engine in dict.fromkeys([settings.engine_name, *engine_names]):
         wanted.append((f"cancel ({engine})", names.cancel_queue(engine)))

@@ -15,6 +15,7 @@ from rich.console import Console
 from bots.ask import Ask
 from bots.client import ConciergeClient
 from broker.amqp import Broker, BrokerUnavailable
+from broker.protocol import Feedback
 from cli.kb import relevance
 from cli.status import (
     Health,
@@ -82,6 +83,7 @@ async def test_status_shows_queues_consumers_and_a_busy_engine(
     assert row(output, "request")[2:] == ["2", "1"]  # 2 waiting, 1 engine taking requests
     assert row(output, "expired")[2:] == ["0", "1"]
     assert row(output, "dead")[2:] == ["1", "0"]
+    assert row(output, "feedback")[2:] == ["0", "1"]  # the engine takes the votes
     assert row(output, "cancel (engine)")[2:] == ["0", "1"]
     assert row(output, f"reply ({client.bot_id})")[2:] == ["0", "1"]  # empty, its bot consuming
     assert "engine alive; 1 worker taking requests" in output
@@ -126,11 +128,15 @@ async def test_status_reads_the_engine_health_and_the_knowledge_base(
 async def test_status_without_an_engine_says_so_and_exits_1(
     settings: Settings, broker: Broker, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    vote = Feedback(session_id="abcdef123456", user_id="U1", vote="up", platform="slack", sent_at=1)
+    await broker.send_feedback(vote)  # confirmed: it waits in the queue for an engine
+
     code = await status_command(settings, engine_names=["w2"])
     output = capsys.readouterr().out
 
     assert code == 1
     assert row(output, "request")[2:] == ["0", "0"]
+    assert row(output, "feedback")[2:] == ["1", "0"]  # a vote waits; no engine takes it
     assert row(output, "cancel (engine)")[2] == "missing"
     assert row(output, "cancel (w2)")[2] == "missing"
     assert "engine not seen; 0 workers taking requests" in output
