@@ -6,18 +6,21 @@ Channels by role:
 - ``requests``: consumes the request queue with ``prefetch_count=1`` (one job at a time).
 - ``control``: consumes cancels, expired requests and replies, never behind a request.
 - ``feedback``: consumes votes, a few at a time (each waits for a disk write).
+- one per tap: read-only copies of an exchange's traffic (``Broker.tap``, the web console).
 
 Consumers get decoded protocol messages in an ``Envelope``, never an aio-pika message: a
 message that does not decode is dead-lettered here, on every queue, and its consumer never sees
-it. The connection is robust: after a drop aio-pika reconnects and re-declares what was declared
-here and restarts the consumers. Nothing here purges; the engine purges once, from ``main()``.
+it. A tap's reader gets a ``Copy`` (type, content type, body) and decodes it itself: a copy is
+never settled, so there is nothing to dead-letter. The connection is robust: after a drop
+aio-pika reconnects and re-declares what was declared here (a tap's queue and its keys too) and
+restarts the consumers. Nothing here purges; the engine purges once, from ``main()``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -69,6 +72,7 @@ M = TypeVar("M")
 DEAD_QUEUE_MAX_LENGTH = 10_000
 IDLE_QUEUE_EXPIRES_MS = 3_600_000  # a cancel queue nobody uses is dropped after an hour
 FEEDBACK_PREFETCH = 10  # votes in hand at once: each is stored before it is acknowledged
+TAP_MAX_LENGTH = 10_000  # a stalled tap reader loses its oldest copies, never grows without end
 
 
 class QueueFull(Exception):
@@ -109,6 +113,65 @@ class Envelope(Generic[M]):
 
 Handler = Callable[[Envelope[M]], Awaitable[None]]
 Decoder = Callable[[AbstractIncomingMessage], M]
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One message as a tap hands it over: the wire's own fields, nothing to acknowledge.
+
+    Its reader decodes it (``broker.protocol``); one that is not protocol is the reader's to
+    skip, since the consumer of the original dead-letters that."""
+
+    type: str | None  # the AMQP ``type``: the message's own (``ask``, ``cancel``, ``token``...)
+    content_type: str | None
+    body: bytes
+
+
+TapHandler = Callable[[Copy], Awaitable[None]]
+
+
+class Tap:
+    """Copies of one exchange's traffic on a queue of the caller's own (``Broker.tap``);
+    ``bind`` and ``unbind`` choose the routing keys copied, and are restored after a reconnect
+    as they stand."""
+
+    def __init__(
+        self, channel: AbstractRobustChannel, queue: AbstractQueue, exchange: str, wait_s: float
+    ) -> None:
+        self.exchange = exchange
+        self._channel = channel
+        self._queue = queue
+        self._wait_s = wait_s
+
+    @property
+    def queue_name(self) -> str:
+        return self._queue.name
+
+    async def bind(self, routing_key: str) -> None:
+        """Copy what the exchange routes with ``routing_key`` from now on (a fanout: ``""``)."""
+        await self._when_ready(lambda: self._queue.bind(self.exchange, routing_key=routing_key))
+
+    async def unbind(self, routing_key: str) -> None:
+        """Stop copying ``routing_key``."""
+        await self._when_ready(lambda: self._queue.unbind(self.exchange, routing_key))
+
+    async def close(self) -> None:
+        """Stop copying. Closing the channel cancels the consumer, so RabbitMQ drops the
+        auto-deleted queue; a channel closed here is never restored, even mid-reconnect."""
+        await self._channel.close()
+
+    async def _when_ready(self, change: Callable[[], Awaitable[object]]) -> None:
+        """Wait, bounded, for a reconnect to restore the channel, then ``change`` the bindings.
+
+        Raises ``BrokerUnavailable`` when the connection is not there; the bindings are then as
+        they were, and aio-pika restores those after a reconnect."""
+        try:
+            await asyncio.wait_for(self._channel.ready(), self._wait_s)
+            await change()
+        except (TimeoutError, AMQPConnectionError, ChannelInvalidStateError) as error:
+            raise BrokerUnavailable(
+                f"tap {self.queue_name}: no connection to RabbitMQ ({type(error).__name__})"
+            ) from None
 
 
 def _request_or_cancel(incoming: AbstractIncomingMessage) -> Request | Cancel:
@@ -161,6 +224,7 @@ class Broker:
         self._requests_channel: AbstractRobustChannel | None = None
         self._confirmed_exchanges: dict[str, AbstractExchange] = {}  # by name
         self._reply_exchange: AbstractExchange | None = None  # on the channel without confirms
+        self._status_exchange: AbstractExchange | None = None  # likewise
         self._request_consumer: tuple[AbstractQueue, str] | None = None
         self._reply_consumer: tuple[AbstractQueue, str] | None = None
         self._feedback_consumer: tuple[AbstractQueue, str] | None = None
@@ -215,8 +279,10 @@ class Broker:
         await channel.declare_exchange(names.reply_exchange, direct, durable=True)
         cancel_x = await channel.declare_exchange(names.cancel_exchange, fanout, durable=True)
         feedback_x = await channel.declare_exchange(names.feedback_exchange, fanout, durable=True)
+        await channel.declare_exchange(names.status_exchange, fanout, durable=True)
         assert self._stream is not None
         self._reply_exchange = await self._stream.get_exchange(names.reply_exchange, ensure=False)
+        self._status_exchange = await self._stream.get_exchange(names.status_exchange, ensure=False)
         self._confirmed_exchanges = {
             names.request_exchange: request_x,
             names.cancel_exchange: cancel_x,
@@ -313,6 +379,19 @@ class Broker:
         assert self._reply_exchange is not None
         await self._publish(self._stream, self._reply_exchange, message, reply_to)
 
+    async def send_status(self, event: ReplyEvent) -> None:
+        """Publish a copy of a reply event for watchers (``P.status``, fanout), without a
+        confirm and never persistent: with no watcher bound, RabbitMQ drops it at once."""
+        message = aio_pika.Message(
+            encode(event),
+            content_type=CONTENT_TYPE,
+            delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT,
+            correlation_id=event.session_id,
+            type=event.type,
+        )
+        assert self._status_exchange is not None
+        await self._publish(self._stream, self._status_exchange, message, "")
+
     async def _bury(self, incoming: AbstractIncomingMessage, reason: str) -> None:
         """Park a message we cannot use in the dead-letter queue, with the reason in a header."""
         headers = dict(incoming.headers or {})
@@ -374,6 +453,47 @@ class Broker:
         """Whether the bot ``bot_id`` still has its reply queue."""
         peek = await _peek(self.connection, self.names.reply_queue(bot_id))
         return peek.state != "missing"
+
+    # --- taps ---------------------------------------------------------------------------
+
+    async def tap(
+        self,
+        exchange: str,
+        queue_name: str,
+        handler: TapHandler,
+        *,
+        routing_keys: Iterable[str] = (),
+        max_length: int = TAP_MAX_LENGTH,
+    ) -> Tap:
+        """Copies of what ``exchange`` routes with ``routing_keys`` (more with ``Tap.bind``),
+        handed to ``handler`` one at a time; the queues the messages are meant for lose nothing.
+
+        ``queue_name`` is the caller's own: exclusive to this connection, deleted with its
+        consumer, at most ``max_length`` copies waiting (then the oldest are dropped), consumed
+        with ``no_ack``. A channel of its own, so ``Tap.close`` ends this tap alone. After a
+        reconnect aio-pika declares the queue again, binds the keys bound at that moment and
+        restarts the consumer; copies routed while the connection was down are gone.
+        """
+        channel = await self._channel(publisher_confirms=False)
+        try:
+            queue = await channel.declare_queue(
+                queue_name,
+                exclusive=True,
+                auto_delete=True,
+                arguments={"x-max-length": max_length},
+            )
+            tap = Tap(channel, queue, exchange, self.settings.connect_timeout_s)
+            for key in routing_keys:
+                await tap.bind(key)
+
+            async def on_message(incoming: AbstractIncomingMessage) -> None:
+                await handler(Copy(incoming.type, incoming.content_type, incoming.body))
+
+            await queue.consume(on_message, no_ack=True)
+        except BaseException:
+            await channel.close()
+            raise
+        return tap
 
     # --- consuming ----------------------------------------------------------------------
 
@@ -503,6 +623,7 @@ class Broker:
             names.reply_exchange,
             names.cancel_exchange,
             names.feedback_exchange,
+            names.status_exchange,
         ):
             await self._confirm.exchange_delete(exchange)
 

@@ -91,6 +91,11 @@ class Names:
         return f"{self.prefix}.feedback"
 
     @property
+    def status_exchange(self) -> str:
+        """Fanout: the engine's reply events copied for watchers, tokens merged (protocol.md)."""
+        return f"{self.prefix}.status"
+
+    @property
     def feedback_queue(self) -> str:
         return f"{self.prefix}.feedback"
 

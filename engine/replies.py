@@ -21,6 +21,7 @@ from broker.protocol import (
     TokenEvent,
 )
 from config.texts import Locale, t
+from engine.status_feed import StatusCopies
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +56,11 @@ class Replies:
         on_event: Callable[[ReplyEvent], None] | None = None,
         *,
         default_locale: Locale = "en",
+        status: StatusCopies | None = None,
     ) -> None:
         self.broker = broker
         self.on_event = on_event  # the engine's metrics and records: see every event sent
+        self.status = status  # copies for watchers (the web console), tokens merged
         # The language of the engine's own texts to this asker (progress, reasons): the
         # request's, else the engine's CONCIERGE_LOCALE.
         self.locale: Locale = request.locale or default_locale
@@ -107,6 +110,8 @@ class Replies:
             level = logging.DEBUG if self._send_failed else logging.WARNING
             log.log(level, "reply not sent: %s", error)
             self._send_failed = True
+        if self.status is not None:
+            await self.status.copy(event)
 
 
 class TokenRelay:

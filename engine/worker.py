@@ -27,6 +27,7 @@ from engine.llm import Backend
 from engine.metrics import EngineMetrics
 from engine.replies import Replies
 from engine.rescrape_job import RescrapeJob
+from engine.status_feed import StatusCopies
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,13 @@ class Worker:
             self.metrics.record(event)
             self.feedback.answer_ended(request, event)
 
-        return Replies(self.broker, request, on_event, default_locale=self.settings.locale)
+        return Replies(
+            self.broker,
+            request,
+            on_event,
+            default_locale=self.settings.locale,
+            status=StatusCopies(self.broker.send_status),
+        )
 
     async def purge_stale(self) -> int:
         """Empty the request queue, telling each waiting asker; ``main()`` calls this once."""

@@ -1,18 +1,23 @@
 """The broker edge against the real RabbitMQ: consumers get decoded messages in envelopes, and
-whatever does not decode is parked in ``P.dead`` with its reason, on every queue we consume."""
+whatever does not decode is parked in ``P.dead`` with its reason, on every queue we consume; a
+tap copies the traffic of the keys it binds, and comes back with them after a dropped
+connection."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aio_pika
 import pytest
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
+from pydantic import SecretStr
+from yarl import URL
 
-from broker.amqp import Broker, Envelope, peek_queues
+from broker.amqp import Broker, Copy, Envelope, peek_queues
 from broker.protocol import (
+    CONTENT_TYPE,
     ERROR_HEADER,
     REQUEST_ROUTING_KEY,
     Cancel,
@@ -20,6 +25,9 @@ from broker.protocol import (
     Feedback,
     ReplyEvent,
     Request,
+    TokenEvent,
+    decode_event,
+    decode_request,
     encode,
     make_request,
 )
@@ -212,3 +220,113 @@ async def test_a_vote_waits_for_an_engine_and_garbage_beside_it_is_dead_lettered
     await broker.stop_feedback()
     assert reason_of(parked).startswith("invalid feedback: vote: Input should be")
     assert handed.items.empty()
+
+
+# --- taps ---------------------------------------------------------------------------------
+
+
+def copier(inbox: Inbox) -> Callable[[Copy], Awaitable[None]]:
+    async def on_copy(copy: Copy) -> None:
+        await inbox.items.put(copy)
+
+    return on_copy
+
+
+async def next_event(copies: Inbox) -> ReplyEvent:
+    copy = await copies.take()
+    assert isinstance(copy, Copy)
+    return decode_event(copy.body, copy.content_type)
+
+
+def token(text: str) -> TokenEvent:
+    return TokenEvent(session_id="abcdef123456", seq=1, text=text, tokens=1)
+
+
+async def test_a_tap_copies_what_it_binds_and_takes_nothing_from_the_queue_meant_for(
+    broker: Broker, settings: Settings
+) -> None:
+    copies = Inbox()
+    names, tap_prefix = broker.names, f"{settings.prefix}.tap"
+    requests = await broker.tap(
+        names.request_exchange,
+        f"{tap_prefix}.request",
+        copier(copies),
+        routing_keys=[REQUEST_ROUTING_KEY],
+    )
+    replies = await broker.tap(names.reply_exchange, f"{tap_prefix}.reply", copier(copies))
+    request = make_request(reply_to="bot-a", user_id="u", question="q", ttl_s=30)
+    await broker.send_request(request)
+
+    copy = await copies.take()
+    assert isinstance(copy, Copy)
+    assert (copy.type, copy.content_type) == (request.type, CONTENT_TYPE)
+    assert decode_request(copy.body, copy.content_type) == request
+    assert await broker.request_queue_depth() == 1  # the engine's own is still there
+
+    await replies.bind("bot-a")
+    await broker.send_event(token("to b"), "bot-b")  # not bound: not copied
+    await broker.send_event(token("to a"), "bot-a")
+    assert await next_event(copies) == token("to a")  # one queue: b's would have come first
+    await replies.unbind("bot-a")
+    await replies.bind("bot-b")
+    await broker.send_event(token("to a, unbound"), "bot-a")
+    await broker.send_event(token("to b, bound"), "bot-b")
+    assert await next_event(copies) == token("to b, bound")
+
+    await requests.close()
+    await replies.close()
+    peeks = await peek_queues(settings, [requests.queue_name, replies.queue_name])
+    assert {peek.state for peek in peeks} == {"missing"}  # went with their consumers
+    assert copies.items.empty()
+
+
+async def rabbitmqctl(*args: str) -> str:
+    process = await asyncio.create_subprocess_exec(
+        "rabbitmqctl", "-q", *args, stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, args
+    return out.decode()
+
+
+async def drop_connection(name: str) -> None:
+    """What a broker restart is to one connection (and to no other test's): RabbitMQ closes
+    the connection named ``name`` (``?name=`` in its URL), its exclusive queues with it."""
+    listed = await rabbitmqctl("list_connections", "pid", "client_properties")
+    pids = [
+        line.split("\t", 1)[0]
+        for line in listed.splitlines()
+        if f'{{"connection_name","{name}"}}' in line
+    ]
+    assert len(pids) == 1, listed
+    await rabbitmqctl("close_connection", pids[0], "a test drops it")
+
+
+async def test_a_tap_comes_back_with_the_keys_bound_when_the_connection_dropped(
+    broker: Broker, settings: Settings
+) -> None:
+    name = f"{settings.prefix}-tapping"
+    url = URL(settings.broker_url.get_secret_value()).update_query(name=name)
+    async with Broker(settings.model_copy(update={"broker_url": SecretStr(str(url))})) as tapping:
+        copies = Inbox()
+        replies = await tapping.tap(
+            broker.names.reply_exchange,
+            f"{settings.prefix}.tap.reply",
+            copier(copies),
+            routing_keys=["bot-a"],
+        )
+        await replies.bind("bot-b")
+        await replies.unbind("bot-a")
+        back = asyncio.Event()
+        tapping.connection.reconnect_callbacks.add(lambda *_: back.set())
+
+        await drop_connection(name)
+        await asyncio.wait_for(back.wait(), WAIT_S)  # set once every channel is restored
+
+        await broker.send_event(token("to a"), "bot-a")  # unbound before the drop
+        await broker.send_event(token("to b"), "bot-b")
+        assert await next_event(copies) == token("to b")
+        await replies.bind("bot-a")  # and it can still be changed
+        await broker.send_event(token("to a, bound again"), "bot-a")
+        assert await next_event(copies) == token("to a, bound again")
+        await replies.close()

@@ -63,3 +63,16 @@ def test_bots_and_engine_never_import_each_other() -> None:
     graph = import_graph()
     assert "engine" not in graph["bots"]
     assert "bots" not in graph["engine"]
+
+
+def test_only_broker_amqp_talks_to_the_broker_library() -> None:
+    """aio-pika stays behind ``broker/amqp.py``; ``cli/errors.py`` only names one of aiormq's
+    exceptions, to tell a refused login from an unreachable broker."""
+    clients = {"aio_pika", "aiormq"}
+    talking = {
+        str(path.relative_to(ROOT))
+        for package in OUR_PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if imported_packages(path) & clients
+    }
+    assert talking == {"broker/amqp.py", "cli/errors.py"}

@@ -1,17 +1,17 @@
 """Copies of the run's traffic, on queues of the console's own: it never touches the engine's.
 
-Three exchanges are tapped with exclusive, auto-deleted queues named under the prefix:
+Four exchanges are tapped with exclusive, auto-deleted queues named under the prefix:
 - ``P.request`` (direct, key ``request``): a copy of every request as it is queued.
 - ``P.cancel`` (fanout) and ``P.expired`` (fanout): every cancel, every request that expired
   in the queue.
-- ``P.reply`` (direct): bound with each ``reply_to`` seen in a request (and the configured
-  bots' names from the start), so every reply event of those bots is copied here too.
+- ``P.status`` (fanout): the engine's copies of its reply events for watchers, tokens merged
+  to one event per answer every half second (engine/status_feed.py). Copying the bots' reply
+  queues instead brought every batch of tokens, twenty a second, and cost the engine 3 to 5 %
+  of its tokens/s (docs/console.md).
 
 A copy is only read: nothing is acknowledged to, requeued in or dead-lettered from the
-engine's queues. A request's first ``started`` may pass before its asker's key is bound (the
-engine and the console get the request at once); its next event still moves it, and its
-terminal event carries the whole text. The one module of the console that talks aio-pika
-(``broker/amqp.py`` has no tap; this could move there as it is).
+engine's queues. The taps are ``Broker.tap``'s: this module sees copies (type, content type,
+body), never the broker's client library.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 
-from aio_pika.abc import AbstractIncomingMessage, AbstractQueue, AbstractRobustChannel
-
-from broker.amqp import Broker
+from broker.amqp import Broker, Copy, Tap
 from broker.protocol import (
     REQUEST_ROUTING_KEY,
     ProtocolError,
@@ -34,9 +32,6 @@ from broker.protocol import (
 from cli.console.state import ConsoleState
 
 log = logging.getLogger(__name__)
-
-TAP_MAX_LENGTH = 10_000  # a stalled console drops its oldest copies, never grows without end
-REPLY_KEY_IDLE_S = 3600.0  # a reply key unused this long is unbound (one-off clients' ids)
 
 
 class Observer:
@@ -54,82 +49,53 @@ class Observer:
         self.changed = changed
         self.on_request = on_request  # the queue's count is worth reading again
         self._tag = f"{broker.names.prefix}.console.{uuid.uuid4().hex[:8]}"
-        self._channel: AbstractRobustChannel | None = None
-        self._reply_queue: AbstractQueue | None = None
-        self._reply_keys: dict[str, float] = {}  # bound key -> when last seen
+        self._taps: list[Tap] = []
 
-    async def start(self, bot_ids: Iterable[str] = ()) -> None:
+    async def start(self) -> None:
         names = self.broker.names
-        self._channel = await self.broker.connection.channel(publisher_confirms=False)
-        await self._tap("request", names.request_exchange, REQUEST_ROUTING_KEY, self._on_request)
-        await self._tap("cancel", names.cancel_exchange, "", self._on_cancel)
-        await self._tap("expired", names.expired_exchange, "", self._on_expired)
-        self._reply_queue = await self._tap("reply", names.reply_exchange, None, self._on_event)
-        for bot_id in bot_ids:
-            await self.follow(bot_id)
+        await self._tap("request", names.request_exchange, [REQUEST_ROUTING_KEY], self._on_request)
+        await self._tap("cancel", names.cancel_exchange, [""], self._on_cancel)
+        await self._tap("expired", names.expired_exchange, [""], self._on_expired)
+        await self._tap("status", names.status_exchange, [""], self._on_event)
 
     async def close(self) -> None:
-        if self._channel is not None and not self._channel.is_closed:
-            await self._channel.close()  # its exclusive queues go with the connection
+        taps, self._taps = self._taps, []
+        for tap in taps:  # each queue goes with its consumer
+            await tap.close()
 
     async def _tap(
         self,
         role: str,
         exchange: str,
-        routing_key: str | None,
-        handle: Callable[[AbstractIncomingMessage], Awaitable[None]],
-    ) -> AbstractQueue:
-        assert self._channel is not None
-        queue = await self._channel.declare_queue(
-            f"{self._tag}.{role}",
-            exclusive=True,
-            auto_delete=True,
-            arguments={"x-max-length": TAP_MAX_LENGTH},
-        )
-        if routing_key is not None:
-            await queue.bind(exchange, routing_key=routing_key)
-
-        async def on_message(message: AbstractIncomingMessage) -> None:
+        routing_keys: list[str],
+        handle: Callable[[Copy], Awaitable[None]],
+    ) -> Tap:
+        async def on_copy(copy: Copy) -> None:
             try:
-                await handle(message)
+                await handle(copy)
             except ProtocolError as error:  # the engine dead-letters its own copy
                 log.debug("console: a copy from %s is not protocol: %s", role, error.reason)
             self.changed()
 
-        await queue.consume(on_message, no_ack=True)
-        return queue
+        tap = await self.broker.tap(
+            exchange, f"{self._tag}.{role}", on_copy, routing_keys=routing_keys
+        )
+        self._taps.append(tap)
+        return tap
 
-    async def follow(self, bot_id: str) -> None:
-        """Copy the replies sent to ``bot_id`` from now on."""
-        now = time.monotonic()
-        if bot_id not in self._reply_keys:
-            assert self._reply_queue is not None
-            await self._reply_queue.bind(self.broker.names.reply_exchange, routing_key=bot_id)
-        self._reply_keys[bot_id] = now
-
-    async def prune(self, keep: Iterable[str] = ()) -> None:
-        """Unbind the reply keys of bots not seen for an hour (each terminal chat is one)."""
-        assert self._reply_queue is not None
-        kept, now = set(keep), time.monotonic()
-        for key, seen in list(self._reply_keys.items()):
-            if key not in kept and now - seen > REPLY_KEY_IDLE_S:
-                del self._reply_keys[key]
-                await self._reply_queue.unbind(self.broker.names.reply_exchange, key)
-
-    async def _on_request(self, message: AbstractIncomingMessage) -> None:
-        if message.type == "cancel":  # a cancel put in the request queue (the FIFO trap)
-            self.state.on_cancel(decode_cancel(message.body, message.content_type))
+    async def _on_request(self, copy: Copy) -> None:
+        if copy.type == "cancel":  # a cancel put in the request queue (the FIFO trap)
+            self.state.on_cancel(decode_cancel(copy.body, copy.content_type))
             return
-        request = decode_request(message.body, message.content_type)
+        request = decode_request(copy.body, copy.content_type)
         self.state.on_request(request)
         self.on_request()
-        await self.follow(request.reply_to)
 
-    async def _on_cancel(self, message: AbstractIncomingMessage) -> None:
-        self.state.on_cancel(decode_cancel(message.body, message.content_type))
+    async def _on_cancel(self, copy: Copy) -> None:
+        self.state.on_cancel(decode_cancel(copy.body, copy.content_type))
 
-    async def _on_expired(self, message: AbstractIncomingMessage) -> None:
-        self.state.on_expired(decode_request(message.body, message.content_type), time.time())
+    async def _on_expired(self, copy: Copy) -> None:
+        self.state.on_expired(decode_request(copy.body, copy.content_type), time.time())
 
-    async def _on_event(self, message: AbstractIncomingMessage) -> None:
-        self.state.on_event(decode_event(message.body, message.content_type), time.time())
+    async def _on_event(self, copy: Copy) -> None:
+        self.state.on_event(decode_event(copy.body, copy.content_type), time.time())
