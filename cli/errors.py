@@ -13,6 +13,16 @@ from aiormq.exceptions import ProbableAuthenticationError
 
 from broker.amqp import BrokerUnavailable
 
+
+class ConsoleFailed(Exception):
+    """The web console's process (run by ``concierge up``) stopped before it served: its own
+    one line and exit code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.message, self.code = message, code
+
+
 START_RABBITMQ = "start it with 'rabbitmq-server -detached' (or 'docker compose up -d rabbitmq')"
 BROKER_PREFIX = "cannot reach RabbitMQ at "
 

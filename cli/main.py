@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, TextIO
 import aiohttp
 
 from broker.amqp import BrokerUnavailable
-from cli.errors import broker_unavailable, platform_unreachable
+from cli.errors import ConsoleFailed, broker_unavailable, platform_unreachable
 from cli.eval import add_eval_parser, eval_command
 from config.logging import setup_logging
 from config.settings import ConfigError, Settings, load_settings
 from engine.llm import BackendUnavailable
 
 if TYPE_CHECKING:
+    from cli.console.process import ConsoleProcess
     from engine.worker import Worker
 
 EXIT_USAGE = 2  # argparse's code: `concierge` or `concierge kb` alone prints the help
@@ -48,7 +49,8 @@ async def engine_command(settings: Settings) -> int:
 
 async def up_command(settings: Settings, chat_log: Path) -> int:
     """The engine and every configured adapter in one process (the small-VPS deployment);
-    with no platform configured, the terminal chat (the log then goes to ``chat_log``)."""
+    with no platform configured, the terminal chat (the log then goes to ``chat_log``). The web
+    console, when ``CONCIERGE_WEB_PORT`` is set, is a process of its own beside them."""
     from bots.terminal import chat
     from engine.main import run_engine
 
@@ -63,37 +65,59 @@ async def up_command(settings: Settings, chat_log: Path) -> int:
     ready: asyncio.Future[Worker] = asyncio.get_running_loop().create_future()
     engine = asyncio.create_task(run_engine(settings, stop, ready=ready))
     await _first_of(ready, engine)
-    console = _console(settings, stop)
-    if adapters:
-        _stop_on_signals(stop)
-        runs = [
-            asyncio.create_task(run(adapter_settings(settings, platform), stop))
-            for platform, run in adapters
-        ]
-        await asyncio.gather(engine, *runs, *console)
-        return 0
-    code = await chat(settings, log_file=chat_log)
-    stop.set()
-    await asyncio.gather(engine, *console)
-    return code
+    try:
+        console = await _start_console(settings, chat_log if not adapters else None)
+    except BaseException:
+        stop.set()
+        await engine
+        raise
+    try:
+        if adapters:
+            _stop_on_signals(stop)
+            runs = [
+                asyncio.create_task(run(adapter_settings(settings, platform), stop))
+                for platform, run in adapters
+            ]
+            await asyncio.gather(engine, *runs)
+            return 0
+        code = await chat(settings, log_file=chat_log)
+        stop.set()
+        await engine
+        return code
+    finally:
+        if console is not None:
+            await console.stop()
 
 
-def _console(settings: Settings, stop: asyncio.Event) -> list[asyncio.Task[int]]:
-    """The web console beside the engine, when ``CONCIERGE_WEB_PORT`` is set."""
+async def _start_console(settings: Settings, log_file: Path | None) -> ConsoleProcess | None:
+    """The web console's process, serving, when ``CONCIERGE_WEB_PORT`` is set (its log lines
+    go to ``log_file`` when given, else to stderr). Raises ``ConsoleFailed``."""
     if settings.web_port is None:
-        return []
+        return None
+    from cli.console.process import ConsoleProcess
+
+    log_stream = log_file.open("a", encoding="utf-8") if log_file is not None else sys.stderr
+    console = ConsoleProcess(log_stream)
+    print(f"web console: {await console.start()}", file=sys.stderr)
+    return console
+
+
+async def web_command(settings: Settings, *, child: bool = False) -> int:
+    """``concierge web``: the console alone, until SIGINT or SIGTERM (``child``: run by
+    ``concierge up``, until it closes our stdin), at a lower priority than the engine's."""
     from cli.console import web_command as serve
+    from cli.console.process import announce_ready, lower_priority, stop_when_stdin_closes
 
-    return [asyncio.create_task(serve(settings, stop))]
-
-
-async def web_command(settings: Settings) -> int:
-    """``concierge web``: the console alone, until SIGINT or SIGTERM."""
-    from cli.console import web_command as serve
-
+    lower_priority()
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    return await serve(settings, stop)
+    if not child:
+        return await serve(settings, stop)
+    watching = asyncio.create_task(stop_when_stdin_closes(stop))
+    try:
+        return await serve(settings, stop, on_ready=announce_ready)
+    finally:
+        watching.cancel()
 
 
 async def _first_of(*aws: Awaitable[object]) -> None:
@@ -162,11 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print every reply event as JSON")
     rescrape = commands.add_parser("rescrape", help="rebuild the knowledge base from the site")
     rescrape.add_argument("--json", action="store_true", help="print every reply event as JSON")
-    commands.add_parser(
+    web = commands.add_parser(
         "web",
         help="the web console: the queue live, stop and rescrape for admins, the cancel demo "
         "(at CONCIERGE_WEB_HOST:CONCIERGE_WEB_PORT, default 127.0.0.1:8780)",
     )
+    web.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # run by `up`
     status = commands.add_parser("status", help="queues, consumers, engine health, knowledge base")
     status.add_argument(
         "--engine", action="append", default=[], help="also show this engine's cancel queue"
@@ -204,7 +229,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> Coroutine[object,
         "status": lambda: _status(args, settings),
         "bench": lambda: _bench(args, settings),
         "eval": lambda: eval_command(args, settings),
-        "web": lambda: web_command(settings),
+        "web": lambda: web_command(settings, child=args.child),
     }
     return commands[args.command]()
 
@@ -278,6 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(platform_unreachable(error, PLATFORMS.get(args.command)), EXIT_UNAVAILABLE)
     except ConfigError as error:
         return _fail(str(error), EXIT_CONFIG)
+    except ConsoleFailed as error:  # the web console's process, under `up`: its own reason
+        return _fail(error.message, error.code)
     except KeyboardInterrupt:  # Ctrl+C before a command took it over (connecting): no traceback
         return EXIT_INTERRUPTED
 

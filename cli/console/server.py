@@ -9,6 +9,7 @@ import ipaddress
 import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,32 +99,19 @@ class Console:
 
     async def start(self) -> Console:
         try:
+            await self._serve()  # first: a port in use stops it before anything else starts
             await self.broker.connect()
             await self.client.start()
-            await self.observer.start(self._known_bots())
+            await self.observer.start()
             await self.watch.once()  # the first counts: what was queued before the console
             self._tasks = [
                 asyncio.create_task(self.hub.run()),
                 asyncio.create_task(self.watch.run()),
-                asyncio.create_task(self._prune()),
             ]
-            await self._serve()
         except BaseException:
             await asyncio.shield(self.close())
             raise
         return self
-
-    def _known_bots(self) -> list[str]:
-        """Bots whose replies are copied from the start: this console's, the configured ones
-        (answers they have under way when the console starts show too)."""
-        name = self.settings.bot_name
-        named = [name, f"{name}-discord", f"{name}-slack"] if name else []
-        return [self.client.bot_id, *named]
-
-    async def _prune(self) -> None:
-        while True:
-            await asyncio.sleep(600)
-            await self.observer.prune(self._known_bots())
 
     async def _serve(self) -> None:
         app = web.Application(
@@ -209,7 +197,9 @@ class Console:
 
     async def _bench(self, request: web.Request) -> web.Response:
         self.guard.check_view(request)
-        data = await asyncio.to_thread(cancel_results, self.cancel_results_path)
+        data = await asyncio.to_thread(
+            cancel_results, self.cancel_results_path, settings=self.settings
+        )
         return web.json_response(data)
 
     async def _stop(self, request: web.Request) -> web.Response:
@@ -263,13 +253,20 @@ def _port_error(host: str, port: int, error: OSError) -> ConfigError:
 
 
 async def web_command(
-    settings: Settings, stop: asyncio.Event, *, cancel_results_path: Path | None = None
+    settings: Settings,
+    stop: asyncio.Event,
+    *,
+    cancel_results_path: Path | None = None,
+    on_ready: Callable[[str], None] | None = None,
 ) -> int:
-    """Serve the console until ``stop`` is set (``concierge web``, and ``concierge up`` when
-    ``CONCIERGE_WEB_PORT`` is set). Raises ``ConfigError`` (exit 78) for a bind it refuses."""
+    """Serve the console until ``stop`` is set (``concierge web``, which ``concierge up`` runs
+    as its child when ``CONCIERGE_WEB_PORT`` is set; ``on_ready`` gets the URL once it serves).
+    Raises ``ConfigError`` (exit 78) for a bind it refuses."""
     async with Console(
         settings, port=settings.web_port, cancel_results_path=cancel_results_path
     ) as console:
         log.info("web console: open %s", console.url)
+        if on_ready is not None:
+            on_ready(console.url)
         await stop.wait()
     return 0
