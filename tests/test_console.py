@@ -210,7 +210,7 @@ def test_any_event_moves_a_request_out_of_the_queue() -> None:
     state.on_request(_request("session-0001", "a"))
     state.on_cancel(Cancel(session_id="session-0001", sent_at=101.0, user_id="web-console"))
     assert state.snapshot(102.0)["waiting"][0]["stop_by"] == "web-console"
-    # its ``started`` went by before the reply key was bound: a token still moves it
+    # its ``started`` went by before the console started: a token still moves it
     state.on_event(TokenEvent(session_id="session-0001", seq=1, text="Hi", tokens=1), 103.0)
     snapshot = state.snapshot(103.0)
     assert snapshot["waiting"] == [] and snapshot["running"][0]["text"] == "Hi"

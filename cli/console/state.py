@@ -155,7 +155,7 @@ class ConsoleState:
 
     def _take(self, event: ReplyEvent, now: float) -> Exchange:
         """The exchange an event belongs to, moved from waiting to running: any event says
-        the engine has it (``started`` may have gone by before a reply key was bound)."""
+        the engine has it (``started`` may have gone by before the console started)."""
         sid = event.session_id
         if sid in self.running:
             return self.running[sid]
