@@ -211,6 +211,19 @@ def _outgoing(message: Request | Cancel, ttl_s: float) -> aio_pika.Message:
     )
 
 
+def _event_message(event: ReplyEvent, *, persistent: bool) -> aio_pika.Message:
+    """A reply event as the engine publishes it: to its asker, or copied for watchers."""
+    return aio_pika.Message(
+        encode(event),
+        content_type=CONTENT_TYPE,
+        delivery_mode=(
+            aio_pika.DeliveryMode.PERSISTENT if persistent else aio_pika.DeliveryMode.NOT_PERSISTENT
+        ),
+        correlation_id=event.session_id,
+        type=event.type,
+    )
+
+
 class Broker:
     """A robust connection to RabbitMQ with Concierge's topology declared on it."""
 
@@ -363,17 +376,7 @@ class Broker:
 
     async def send_event(self, event: ReplyEvent, reply_to: str) -> None:
         """Publish a reply event to the asking bot's queue, without waiting for a confirm."""
-        message = aio_pika.Message(
-            encode(event),
-            content_type=CONTENT_TYPE,
-            delivery_mode=(
-                aio_pika.DeliveryMode.PERSISTENT
-                if event.type in TERMINAL_TYPES
-                else aio_pika.DeliveryMode.NOT_PERSISTENT
-            ),
-            correlation_id=event.session_id,
-            type=event.type,
-        )
+        message = _event_message(event, persistent=event.type in TERMINAL_TYPES)
         # Waits for the channel if a reconnect is restoring it (the request channel may be
         # back first and hand over a redelivery whose answer must not be lost).
         assert self._reply_exchange is not None
@@ -382,13 +385,7 @@ class Broker:
     async def send_status(self, event: ReplyEvent) -> None:
         """Publish a copy of a reply event for watchers (``P.status``, fanout), without a
         confirm and never persistent: with no watcher bound, RabbitMQ drops it at once."""
-        message = aio_pika.Message(
-            encode(event),
-            content_type=CONTENT_TYPE,
-            delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT,
-            correlation_id=event.session_id,
-            type=event.type,
-        )
+        message = _event_message(event, persistent=False)
         assert self._status_exchange is not None
         await self._publish(self._stream, self._status_exchange, message, "")
 
