@@ -24,7 +24,7 @@ from config.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 PORTABLE_CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
-APP_SERVICES = ("engine", "engine-2", "discord", "slack")
+APP_SERVICES = ("engine", "engine-2", "discord", "slack", "web")
 ENV_LINE = re.compile(r"^#? ?(CONCIERGE_[A-Z0-9_]+)=(.*)$")
 
 
@@ -96,6 +96,7 @@ def test_every_app_service_waits_for_a_healthy_broker_and_uses_its_credentials(
         ("engine-2", ["scale"], "engine"),
         ("discord", ["discord"], "discord"),
         ("slack", ["slack"], "slack"),
+        ("web", ["web"], "web"),
     ],
 )
 def test_services_run_their_subcommand_behind_their_profile(
