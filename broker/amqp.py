@@ -73,6 +73,7 @@ DEAD_QUEUE_MAX_LENGTH = 10_000
 IDLE_QUEUE_EXPIRES_MS = 3_600_000  # a cancel queue nobody uses is dropped after an hour
 FEEDBACK_PREFETCH = 10  # votes in hand at once: each is stored before it is acknowledged
 TAP_MAX_LENGTH = 10_000  # a stalled tap reader loses its oldest copies, never grows without end
+TAP_PREFETCH = 100  # copies in flight to a tap's reader; the rest wait in its capped queue
 
 
 class QueueFull(Exception):
@@ -387,7 +388,8 @@ class Broker:
         confirm and never persistent: with no watcher bound, RabbitMQ drops it at once."""
         message = _event_message(event, persistent=False)
         assert self._status_exchange is not None
-        await self._publish(self._stream, self._status_exchange, message, "")
+        # No waiting out a reconnect, as ``_publish`` does: a copy is not worth the delay.
+        await self._status_exchange.publish(message, routing_key="", mandatory=False)
 
     async def _bury(self, incoming: AbstractIncomingMessage, reason: str) -> None:
         """Park a message we cannot use in the dead-letter queue, with the reason in a header."""
@@ -467,8 +469,8 @@ class Broker:
 
         ``queue_name`` is the caller's own: exclusive to this connection, deleted with its
         consumer, at most ``max_length`` copies waiting (then the oldest are dropped), consumed
-        with ``no_ack``. A channel of its own, so ``Tap.close`` ends this tap alone. After a
-        reconnect aio-pika declares the queue again, binds the keys bound at that moment and
+        ``TAP_PREFETCH`` at a time. A channel of its own, so ``Tap.close`` ends this tap alone.
+        After a reconnect aio-pika declares the queue again, binds the keys bound at that moment and
         restarts the consumer; copies routed while the connection was down are gone.
         """
         channel = await self._channel(publisher_confirms=False)
@@ -484,9 +486,15 @@ class Broker:
                 await tap.bind(key)
 
             async def on_message(incoming: AbstractIncomingMessage) -> None:
-                await handler(Copy(incoming.type, incoming.content_type, incoming.body))
+                try:
+                    await handler(Copy(incoming.type, incoming.content_type, incoming.body))
+                finally:
+                    await incoming.ack()
 
-            await queue.consume(on_message, no_ack=True)
+            # Acknowledged, with a prefetch: with ``no_ack`` RabbitMQ would push every copy at
+            # once, and a stalled reader's copies would pile up in this process instead.
+            await channel.set_qos(prefetch_count=TAP_PREFETCH)
+            await queue.consume(on_message)
         except BaseException:
             await channel.close()
             raise

@@ -65,6 +65,8 @@ async def up_command(settings: Settings, chat_log: Path) -> int:
     ready: asyncio.Future[Worker] = asyncio.get_running_loop().create_future()
     engine = asyncio.create_task(run_engine(settings, stop, ready=ready))
     await _first_of(ready, engine)
+    if adapters:  # (the terminal chat takes Ctrl+C itself)
+        _stop_on_signals(stop)
     try:
         console = await _start_console(settings, chat_log if not adapters else None)
     except BaseException:
@@ -73,7 +75,6 @@ async def up_command(settings: Settings, chat_log: Path) -> int:
         raise
     try:
         if adapters:
-            _stop_on_signals(stop)
             runs = [
                 asyncio.create_task(run(adapter_settings(settings, platform), stop))
                 for platform, run in adapters

@@ -30,7 +30,8 @@ log = logging.getLogger(__name__)
 NICENESS = 10  # added to the console's own: the engine and the bots come first
 READY = "ready "  # the child's first line on stdout, then its URL
 START_TIMEOUT_S = 60.0  # it imports, connects to the broker and binds its port in this
-STOP_TIMEOUT_S = 10.0  # then it is terminated
+STOP_TIMEOUT_S = 10.0  # then it is killed
+CHUNK_BYTES = 65536
 EXIT_UNAVAILABLE = 69  # as ``concierge`` reports a part that does not answer
 FAILURE_PREFIX = "concierge: "  # the child's one line, less what the parent prints again
 
@@ -43,8 +44,10 @@ def lower_priority() -> None:
 
 
 def announce_ready(url: str) -> None:
-    """The child's side: tell the parent it serves, and where."""
+    """The child's side: tell the parent it serves, and where; then whatever else comes to
+    stdout (a library's print) goes to stderr, which the parent reads to the end."""
     print(f"{READY}{url}", flush=True)
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
 
 
 async def stop_when_stdin_closes(stop: asyncio.Event) -> None:
@@ -68,6 +71,8 @@ class ConsoleProcess:
         self._forwarding: asyncio.Task[None] | None = None
         self._watching: asyncio.Task[None] | None = None
         self._last_line = ""
+        self._failure = ""  # its one line saying why it did not start
+        self._log_failed = False
         self._stopping = False
 
     @property
@@ -97,30 +102,48 @@ class ConsoleProcess:
                 if not line.startswith(READY):
                     code = await process.wait()
                     await self._forwarding  # its last line says why
-                    raise ConsoleFailed(self._reason(code), code or EXIT_UNAVAILABLE)
+                    raise ConsoleFailed(self._reason(code), code if code > 0 else EXIT_UNAVAILABLE)
         except TimeoutError:
             await self.stop()
             raise ConsoleFailed(
                 f"the web console did not start within {START_TIMEOUT_S:.0f} s", EXIT_UNAVAILABLE
             ) from None
+        except BaseException:  # Ctrl+C meanwhile, say: the child goes too
+            await asyncio.shield(self.stop())
+            raise
         self.url = line.removeprefix(READY)
         self._watching = asyncio.create_task(self._watch())
         return self.url
 
     def _reason(self, code: int) -> str:
-        if self._last_line.startswith(FAILURE_PREFIX):
-            return self._last_line.removeprefix(FAILURE_PREFIX)
+        if self._failure:
+            return self._failure.removeprefix(FAILURE_PREFIX)
         return f"the web console stopped as it started (exit {code}): {self._last_line}".strip()
 
     async def _forward(self, stderr: asyncio.StreamReader) -> None:
-        """The child's log lines, to the parent's log, as they come."""
-        async for raw in stderr:
-            line = raw.decode(errors="replace")
-            self._last_line = line.strip() or self._last_line
-            if not self.url and line.startswith(FAILURE_PREFIX):
-                continue  # its reason for not starting: the parent prints it, once
-            self.log_stream.write(line)
+        """The child's log lines, to the parent's log, as they come. Read in chunks (a line
+        may be longer than a stream's limit), and a log that cannot be written is said once:
+        the child must never block on a full pipe."""
+        pending = b""
+        while chunk := await stderr.read(CHUNK_BYTES):
+            *lines, pending = (pending + chunk).split(b"\n")
+            for raw in lines:
+                self._take_line(raw.decode(errors="replace"))
+        if pending:
+            self._take_line(pending.decode(errors="replace"))
+
+    def _take_line(self, line: str) -> None:
+        self._last_line = line.strip() or self._last_line
+        if not self.url and line.startswith(FAILURE_PREFIX):
+            self._failure = line.strip()  # its reason for not starting: the parent prints it
+            return
+        try:
+            self.log_stream.write(line + "\n")
             self.log_stream.flush()
+        except (OSError, ValueError) as error:  # a full disk, a closed terminal
+            if not self._log_failed:
+                log.warning("the web console's log lines are lost: %s", error)
+            self._log_failed = True
 
     async def _watch(self) -> None:
         """An end nobody asked for is logged: the engine goes on without its console."""
@@ -130,19 +153,22 @@ class ConsoleProcess:
             log.warning("the web console stopped (exit %s); the engine goes on without it", code)
 
     async def stop(self) -> None:
-        """Close its stdin (it stops itself), then terminate it if it has not in time."""
+        """Close its stdin (it stops itself), then kill it if it has not in time (its SIGTERM
+        would only ask the same again)."""
         self._stopping = True
         process = self._process
-        if process is None or process.returncode is not None:
+        if process is None:
             return
-        if process.stdin is not None:
-            process.stdin.close()
-        try:
-            async with asyncio.timeout(STOP_TIMEOUT_S):
+        if process.returncode is None:
+            if process.stdin is not None:
+                process.stdin.close()
+            try:
+                async with asyncio.timeout(STOP_TIMEOUT_S):
+                    await process.wait()
+            except TimeoutError:
+                log.warning("the web console did not stop within %.0f s: killed", STOP_TIMEOUT_S)
+                process.kill()
                 await process.wait()
-        except TimeoutError:
-            process.terminate()
-            await process.wait()
         for task in (self._forwarding, self._watching):
             if task is not None:
                 await task
