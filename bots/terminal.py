@@ -124,40 +124,43 @@ class Chat:
         if not question:
             self._say("terminal.no_question", keys=self._keys())
         elif COMMAND.match(question):
-            self._command(question)
+            await self._command(question)
         else:
-            await self._ask(question)
+            ask = Ask(
+                question,
+                getpass.getuser(),
+                history=self.turns.history(),
+                history_cut=self.turns.cut,
+            )
+            if (outcome := await self._follow(ask)) is not None:
+                self.turns.add(question, outcome)
 
-    def _command(self, command: str) -> None:
+    async def _command(self, command: str) -> None:
         if command == "/new":
             self.turns.clear()
             self._say("terminal.new_conversation")
         elif command == "/help":
             self.err.print(_help(self.locale))
+        elif command == "/rescrape":  # whoever runs the chat may run `concierge rescrape` too
+            await self._follow(Ask("", getpass.getuser(), "rescrape"))
         else:
             self._say("terminal.no_command", command=escape(command), keys=self._keys())
 
-    async def _ask(self, question: str) -> None:
-        ask = Ask(
-            question,
-            getpass.getuser(),
-            history=self.turns.history(),
-            history_cut=self.turns.cut,
-        )
+    async def _follow(self, ask: Ask) -> Outcome | None:
+        """Send ``ask`` and show its reply as it comes; None when it was refused."""
         try:
             session = await self.client.ask(ask)
         except AskRefused as refusal:
             self._say("terminal.not_asked", reason=escape(str(refusal)))
-            return
+            return None
         status = TerminalStatus(self.err, session.locale)
         answer = TerminalAnswer(session, answer_text(sys.stdout), status)
         self.current = session
         try:
             with self.lines.held(), self.client.showing(session):
-                outcome = await answer.follow()
+                return await answer.follow()
         finally:
             self.current = None
-        self.turns.add(question, outcome)
 
     def interrupt(self, leave: asyncio.Event) -> None:
         """Ctrl+C: stop the answer, or (between answers) leave."""

@@ -182,6 +182,26 @@ async def test_rescrape_from_the_terminal_then_kb_stats_and_search(
     assert "-0.00" not in search_out.decode()
 
 
+async def test_rescrape_in_the_chat_then_its_articles_answer(
+    site_settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    """The first hour: the empty knowledge base's note says to run a rescrape, and the chat
+    runs one (progress and summary as ``concierge rescrape`` shows them), then answers from it."""
+    engine = await start_engine(site_settings.model_copy(update={"max_tokens": 16}), backend)
+    env = cli_env(site_settings, CONCIERGE_SITE_SITEMAP_URL=str(site_settings.site_sitemap_url))
+    env["CONCIERGE_SITE_ALLOWED_HOSTS"] = json.dumps(site_settings.site_allowed_hosts)
+    process = await concierge("chat", env=env)
+    typed = b"/rescrape\nHow long is the widget warranty?\n"
+    stdout, stderr = await asyncio.wait_for(process.communicate(typed), 120)
+    await engine.stop()
+    assert process.returncode == 0, stderr.decode()
+    assert "Rescrape:" in stderr.decode()  # its progress
+    summary, answer = stdout.decode().split("Rescrape done: 3 articles", 1)
+    assert summary.strip() == ""  # nothing before the rescrape's own summary
+    assert "/articles/widgets" in answer  # the answer stands on the article just read
+    assert "no command" not in stderr.decode()
+
+
 async def test_up_without_platforms_runs_the_engine_with_the_terminal_client(
     settings: Settings, broker: Broker, tmp_path: Path
 ) -> None:

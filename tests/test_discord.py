@@ -284,10 +284,10 @@ async def test_a_long_answer_continues_in_chained_replies_and_loses_nothing(
 
 
 def test_a_full_message_with_the_longest_footer_fits_discords_limit() -> None:
-    content = MessageContent("x" * ANSWER_MAX_CHARS, "⚠️ failed: " + "a long reason\n" * 400)
+    content = MessageContent("x" * ANSWER_MAX_CHARS, "⚠️ error: " + "a long reason\n" * 400)
     text = message_text(content)
     assert len(text) <= DISCORD_MAX_CHARS
-    assert text.startswith("x" * ANSWER_MAX_CHARS + "\n-# ⚠️ failed: a long reason")
+    assert text.startswith("x" * ANSWER_MAX_CHARS + "\n-# ⚠️ error: a long reason")
     assert text.count("\n") == 1
 
 

@@ -289,7 +289,7 @@ async def test_a_taken_over_answer_that_ends_without_text_says_so_below_it() -> 
 
     assert status is Status.FAILED
     assert [kind for kind, _ in sink.calls] == ["post"]
-    assert sink.messages == [SHOWN_BEFORE_RESTART, MessageContent("", "⚠️ failed: interrupted")]
+    assert sink.messages == [SHOWN_BEFORE_RESTART, MessageContent("", "⚠️ error: interrupted")]
     assert sink.replied_to == [0]
 
 

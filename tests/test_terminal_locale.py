@@ -29,14 +29,16 @@ KEYS = {
 }
 CHAT = {
     "en": [
-        f"Concierge · ask anything · Ctrl+C stops an answer · {KEYS['en']}",
+        "Concierge · ask anything · Ctrl+C stops an answer · /rescrape reads the site · "
+        f"{KEYS['en']}",
         "you> /nope",
         f"no command /nope · {KEYS['en']}",
         "you> /new",
         "new conversation: the questions before are forgotten",
     ],
     "ja": [
-        f"Concierge · なんでも質問してください · Ctrl+C で回答を停止 · {KEYS['ja']}",
+        "Concierge · なんでも質問してください · Ctrl+C で回答を停止 · "
+        f"/rescrape でサイトを再読み込み · {KEYS['ja']}",
         "あなた> /nope",
         f"/nope というコマンドはありません · {KEYS['ja']}",
         "あなた> /new",
@@ -63,7 +65,7 @@ REMOVED = {
 }
 GREETED = {"en": ["queued · next up", "done"], "ja": ["順番待ち · 次に回答します", "完了"]}
 NO_SITE = {  # the engine's own reason, after the terminal's label
-    "en": "failed: rescrape failed: no site configured on the engine: set ",
+    "en": "error: rescrape failed: no site configured on the engine: set ",
     "ja": "エラー：再読み込みに失敗しました：回答エンジンにサイトが設定されていません。",
 }
 LOCALES = pytest.mark.parametrize("locale", ["en", "ja"])

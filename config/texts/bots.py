@@ -27,7 +27,7 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
     "status.done": {"en": "✅ done", "ja": "✅ 完了"},
     "status.stopped": {"en": "🛑 stopped", "ja": "🛑 停止しました"},
     "status.expired": {"en": "⌛ expired: {detail}", "ja": "⌛ 期限切れ：{detail}"},
-    "status.failed": {"en": "⚠️ failed: {detail}", "ja": "⚠️ 失敗しました：{detail}"},
+    "status.failed": {"en": "⚠️ error: {detail}", "ja": "⚠️ エラー：{detail}"},  # says what failed
     "status.timed_out": {
         "en": "⏱️ timed out: no reply from the engine",
         "ja": "⏱️ 時間切れ：回答エンジンから返事がありません",

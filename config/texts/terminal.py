@@ -15,8 +15,11 @@ from typing import Literal
 TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
     # --- the chat: its banner, its commands, and what it says to a line that asks nothing ---
     "terminal.help": {
-        "en": "ask anything · Ctrl+C stops an answer · {keys}",
-        "ja": "なんでも質問してください · Ctrl+C で回答を停止 · {keys}",
+        "en": "ask anything · Ctrl+C stops an answer · [bold]/rescrape[/] reads the site · {keys}",
+        "ja": (
+            "なんでも質問してください · Ctrl+C で回答を停止 · "
+            "[bold]/rescrape[/] でサイトを再読み込み · {keys}"
+        ),
     },
     "terminal.keys": {
         "en": "[bold]/new[/] starts a new conversation · Ctrl+D leaves",
@@ -90,7 +93,7 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "ja": "[yellow]停止しました[/]（{tokens} トークンまで回答）",
     },
     "terminal.failed": {  # the reason often says "failed" itself (the engine's)
-        "en": "[red]failed:[/] {reason}",
+        "en": "[red]error:[/] {reason}",
         "ja": "[red]エラー：[/]{reason}",
     },
     "terminal.expired": {"en": "[red]expired:[/] {reason}", "ja": "[red]期限切れ：[/]{reason}"},
