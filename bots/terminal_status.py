@@ -59,7 +59,8 @@ class TerminalStatus:
         """Just asked: how many wait before it, and whether any engine will take it."""
         ahead = session.queued_ahead
         if session.engines == 0:
-            self.tell("terminal.no_engine", ahead=ahead, ttl_s=f"{ttl_s:g}")
+            said = "terminal.no_engine" if ahead else "terminal.no_engine_first"
+            self.tell(said, ahead=ahead, ttl_s=f"{ttl_s:g}")
             self._wait("terminal.waiting_engine")
         elif ahead:
             self._wait("terminal.queued", plain=True, ahead=ahead)

@@ -301,6 +301,18 @@ async def test_ask_without_an_engine_says_so_at_once_and_ctrl_c_takes_it_back(
     await tap.until(lambda: [cancel.session_id for cancel in tap.cancels] == [request.session_id])
 
 
+async def test_ask_without_an_engine_and_nothing_before_it_says_only_that_it_waits(
+    settings: Settings, broker: Broker
+) -> None:
+    process = await concierge("ask", "Anyone?", env=cli_env(settings))
+    assert process.stderr is not None
+    line = (await asyncio.wait_for(process.stderr.readline(), 30)).decode()
+    process.send_signal(signal.SIGINT)
+    await asyncio.wait_for(process.communicate(), 30)
+    assert line.startswith("no engine is running; your question waits (it expires in "), line
+    assert "ahead" not in line
+
+
 async def test_ask_without_an_engine_expires_at_its_ttl(
     settings: Settings, broker: Broker, client: ConciergeClient
 ) -> None:

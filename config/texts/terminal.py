@@ -62,6 +62,16 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
             "エンジンが起動しなければ {ttl_s} 秒で期限切れになります）"
         ),
     },
+    "terminal.no_engine_first": {  # the same, with no question before it
+        "en": (
+            "[yellow]no engine is running;[/] your question waits "
+            "(it expires in {ttl_s} s unless an engine starts)"
+        ),
+        "ja": (
+            "[yellow]回答エンジンが動いていません。[/]質問は順番を待っています"
+            "（エンジンが起動しなければ {ttl_s} 秒で期限切れになります）"
+        ),
+    },
     "terminal.queued": {"en": "queued · {ahead} ahead", "ja": "順番待ち · 前に {ahead} 件"},
     "terminal.next_up": {"en": "queued · next up", "ja": "順番待ち · 次に回答します"},
     "terminal.waiting_engine": {
