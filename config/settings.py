@@ -98,6 +98,9 @@ class Settings(BaseSettings):
     # Languages the model answers in; a question in another (en, ja) gets the site's own
     # sentences quoted, without a model answer (SmolLM2 writes Japanese poorly).
     model_languages: TextList = ["en"]
+    # Whether the model answers yes/no questions; if not, they get the site's sentence quoted
+    # alone (SmolLM2 answers "No" to most, whatever the article says: engine/yes_no.py).
+    model_answers_yes_no: bool = False
     seed: int = -1
     # llama.cpp's state after recent answers, so a follow-up reads only its new part even
     # after other questions ran (SmolLM2: 23 KB per token, 24 MB for a 1,000-token prompt); 0: off

@@ -11,9 +11,10 @@ the site decides (docs/quality.md, "Grounded answers"):
   all, a sentence saying so in the question's language, no source (costs no engine seconds,
   invents nothing);
 - it covers it: the model reads the covering article's passages (when it writes the
-  question's language, ``CONCIERGE_MODEL_LANGUAGES``), then the engine quotes the article's
-  sentences that best match the question, and its link: a reader can check the claim even
-  when the model garbles it. That article is the one source.
+  question's language, ``CONCIERGE_MODEL_LANGUAGES``, and, for a yes/no question, when
+  ``CONCIERGE_MODEL_ANSWERS_YES_NO`` says it can: ``engine/yes_no.py``), then the engine
+  quotes the article's sentences that best match the question, and its link: a reader can
+  check the claim even when the model garbles it. That article is the one source.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from engine.knowledge.evidence import Evidence, find_evidence, opening
 from engine.knowledge.relevance import relevant_passages
 from engine.smalltalk import small_talk
 from engine.wording import WORDING, Language, language_of
+from engine.yes_no import is_yes_no_question
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,7 @@ def ground(
     *,
     kb_empty: bool,
     model_languages: Sequence[str],
+    model_answers_yes_no: bool,
     follow_up_of: str = "",
 ) -> Grounding:
     """What ``question`` may be answered from, given the passages the search ``found``.
@@ -78,7 +81,10 @@ def ground(
     if not passages:
         return Grounding(language, asks_model=False, note=words.not_on_site)
     evidence = find_evidence(question, passages) or opening(passages[0])
-    return Grounding(language, tuple(passages), evidence, asks_model=language in model_languages)
+    asks_model = language in model_languages and (
+        model_answers_yes_no or not is_yes_no_question(question)
+    )
+    return Grounding(language, tuple(passages), evidence, asks_model=asks_model)
 
 
 def closing(

@@ -86,6 +86,7 @@ class SitePrompts:
             found,
             kb_empty=not found and self.kb.is_empty(),
             model_languages=self.settings.model_languages,
+            model_answers_yes_no=self.settings.model_answers_yes_no,
             follow_up_of=searched if history else "",
         )
         if not grounding.asks_model:

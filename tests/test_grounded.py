@@ -1,8 +1,8 @@
 """Answers users can trust, through the real engine, broker and model: the site's own sentence
 quoted with its one source, an honest "not on the site" in the question's language, a
-Japanese question answered by its quote, the empty-knowledge-base note in plain text, an
-answer at the token cap that says so; and the token loop stopping an answer that repeats
-itself (a backend that replays a real loop of the default model)."""
+Japanese question and a yes/no question answered by its quote, the empty-knowledge-base note
+in plain text, an answer at the token cap that says so; and the token loop stopping an answer
+that repeats itself (a backend that replays a real loop of the default model)."""
 
 from __future__ import annotations
 
@@ -185,6 +185,19 @@ async def test_a_hiragana_question_gets_its_passage_quoted(
     quote = re.fullmatch(r"サイトの記事より：「(.+)」\nSources:\n- .*", done.text)  # noqa: RUF001
     assert quote is not None and "1,500" in quote[1] and "ようかん" in quote[1]
     assert done.tokens == 0  # the default model does not write Japanese: the quote is the answer
+
+
+async def test_a_yes_no_question_gets_the_sentence_that_answers_it_alone(
+    site_client: ConciergeClient,
+) -> None:
+    """Asked, the default model said "No, dogs are not allowed on the ferry" above the quote
+    that allows them."""
+    done, _ = await ask(site_client, "Are dogs allowed on the ferry?")
+
+    ferry = f"{BASE}/ferry-timetable.html"
+    assert done.tokens == 0  # no model words to contradict the site
+    assert done.sources == (ferry,) and cited(done.text) == [ferry]
+    assert re.match(r"From the site: \u201c[^\u201d]*closed carrier\.\u201d\nSources:", done.text)
 
 
 async def test_the_empty_knowledge_base_note_is_plain_text_after_a_general_answer(

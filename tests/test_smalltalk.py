@@ -92,8 +92,12 @@ def test_the_search_reads_a_question_without_the_small_talk_around_it(
 @pytest.mark.parametrize("kb_empty", [True, False])
 def test_small_talk_gets_its_sentence_before_and_after_the_first_rescrape(kb_empty: bool) -> None:
     """Before any rescrape the model answers questions, but "hi" made it tell a story."""
-    grounding = ground("hi", [], kb_empty=kb_empty, model_languages=["en"])
+    grounding = ground(
+        "hi", [], kb_empty=kb_empty, model_languages=["en"], model_answers_yes_no=False
+    )
     assert (grounding.small_talk, grounding.asks_model) == (True, False)
     assert grounding.note == t("engine.answer.greeting", "en")
-    question = ground("What is a ferry?", [], kb_empty=True, model_languages=["en"])
+    question = ground(
+        "What is a ferry?", [], kb_empty=True, model_languages=["en"], model_answers_yes_no=False
+    )
     assert (question.small_talk, question.asks_model) == (False, True)
