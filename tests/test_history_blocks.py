@@ -90,7 +90,14 @@ def town(settings: Settings, tmp_path: Path) -> Settings:
     the context from the seventh turn on (``concierge bench conversation``)."""
     kb = tmp_path / "town.sqlite3"
     build_kb(kb, kb, ARTICLES, [], datetime.now(UTC))
-    return settings.model_copy(update={"kb_path": kb, "context_size": 768, "max_tokens": 64})
+    return settings.model_copy(
+        update={
+            "kb_path": kb,
+            "context_size": 768,
+            "max_tokens": 64,
+            "model_answers_yes_no": True,  # as the benchmark: every turn reaches the model
+        }
+    )
 
 
 def test_consecutive_follow_ups_begin_alike_once_the_context_is_full(
