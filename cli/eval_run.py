@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -17,10 +18,11 @@ from rich.table import Table
 
 from bots.ask import Ask
 from bots.client import AskRefused, ConciergeClient
+from bots.history import SOURCES_RE
 from bots.session import ReplyTimeout, Session
 from bots.terminal import one_off
 from broker.amqp import peek_queues
-from broker.protocol import Cancelled, Done, Expired, Failed, Names
+from broker.protocol import Cancelled, Done, Expired, Failed, HistoryTurn, Names
 from cli.eval_scoring import (
     Case,
     CaseFileError,
@@ -78,7 +80,8 @@ async def ask_all(settings: Settings, cases: list[Case], err: Console) -> list[R
     results: list[Result] = []
     async with ConciergeClient(one_off(settings), "eval") as client:
         for number, case in enumerate(cases, start=1):
-            reply = await ask_one(client, case.question)
+            history = await conversation_before(client, case.before)
+            reply = await ask_one(client, case.question, history)
             result = judge(case, reply, settings.max_tokens)
             results.append(result)
             seconds = f"{result.elapsed_s:.1f} s" if result.elapsed_s is not None else "-"
@@ -89,10 +92,27 @@ async def ask_all(settings: Settings, cases: list[Case], err: Console) -> list[R
     return results
 
 
-async def ask_one(client: ConciergeClient, question: str) -> Reply:
+async def conversation_before(
+    client: ConciergeClient, questions: Sequence[str]
+) -> tuple[HistoryTurn, ...]:
+    """Ask a follow-up's earlier questions in turn, each with the ones before; the history
+    they make, each answer as a bot sends it back (without its sources list)."""
+    history: tuple[HistoryTurn, ...] = ()
+    for question in questions:
+        reply = await ask_one(client, question, history)
+        answer = SOURCES_RE.sub("", reply.text).strip()
+        history += (HistoryTurn(role="user", text=question),)
+        if answer:
+            history += (HistoryTurn(role="assistant", text=answer),)
+    return history
+
+
+async def ask_one(
+    client: ConciergeClient, question: str, history: tuple[HistoryTurn, ...] = ()
+) -> Reply:
     started = time.monotonic()
     try:
-        session = await client.ask(Ask(question, ASKER))
+        session = await client.ask(Ask(question, ASKER, history=history))
     except AskRefused as refusal:
         return Reply("refused", "", reason=str(refusal))
     try:
@@ -175,6 +195,8 @@ def summary_lines(summary: Summary) -> list[str]:
         f"answerable questions answered 'not on the site': {summary.missed}",
         f"the model's own words right (before the quote): {summary.own_words_right}/"
         f"{summary.own_words_of} of the answers it wrote",
+        f"answers whose model's words hold a number neither quoted nor asked: "
+        f"{summary.unquoted_numbers}",
         f"loops (cut for repetition or at the token cap): {summary.loops}",
         f"no answer (failed, expired, timed out): {summary.failed}",
         f"engine seconds: {summary.engine_s_total:.1f} in all, "

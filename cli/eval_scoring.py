@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from broker.protocol import MAX_HISTORY_TURNS
 from engine.repetition import RepetitionDetector
 from engine.wording import WORDING
 
@@ -50,6 +51,7 @@ CUT_REASONS = frozenset({"length", "repetition"})  # done.finish_reason of a cut
 EVIDENCE_MARKERS = tuple(wording.evidence.split("{quote}")[0] for wording in WORDING.values())
 # Text split roughly as a tokenizer would (a Latin word with its space, a digit, any other
 # character: a kana or a kanji), for noticing repetition when the engine does not report it.
+NUMBER_RE = re.compile(r"\d+(?:[,.:]\d+)*")  # 16:50, 1,200, 3.5, 12
 APPROXIMATE_TOKEN_RE = re.compile(r"\s*[A-Za-z\u00c0-\u024f]+|\s*\d|\s*\S|\s+")
 
 
@@ -68,6 +70,9 @@ class Case(BaseModel):
     expect_source: str | None = None  # a substring of the address it must cite
     not_on_site: bool = False  # the right answer says the site does not cover it
     must_not: tuple[str, ...] = ()  # never in any answer
+    # Earlier questions of the same conversation, asked first (not judged): this one is a
+    # follow-up, sent with them and their answers as its history.
+    before: tuple[str, ...] = Field((), max_length=MAX_HISTORY_TURNS // 2)
 
     @model_validator(mode="after")
     def _expectations_fit(self) -> Case:
@@ -111,6 +116,7 @@ class Result(BaseModel):
     looped: bool
     must_not_found: list[str]
     own_words_right: bool | None  # the model's words alone hold the answer; None: it wrote none
+    unquoted_numbers: list[str]  # numbers in the model's words found neither quoted nor asked
     tokens: int
     ttft_s: float | None
     elapsed_s: float | None
@@ -131,6 +137,7 @@ class Summary(BaseModel):
     missed: int  # answerable questions answered "not on the site"
     own_words_right: int  # answers whose model's words alone hold the answer...
     own_words_of: int  # ...of the answerable questions the model wrote words for
+    unquoted_numbers: int  # answers whose model's words hold a number neither quoted nor asked
     loops: int
     failed: int  # no answer at all: failed, expired, timed out, refused
     engine_s_total: float
@@ -197,6 +204,7 @@ def judge(case: Case, reply: Reply, max_tokens: int) -> Result:
         looped=looped(reply, answer, max_tokens),
         must_not_found=must_not_found,
         own_words_right=_own_words_right(case, reply, answer),
+        unquoted_numbers=unquoted_numbers(case, answer),
         tokens=reply.tokens,
         ttft_s=reply.ttft_s,
         elapsed_s=reply.elapsed_s,
@@ -235,8 +243,28 @@ def repeats_itself(text: str) -> bool:
 
 def own_words(answer: str) -> str:
     """The answer before the engine's quote of the article: what the model wrote."""
-    cut = min((answer.find(m) for m in EVIDENCE_MARKERS if m in answer), default=len(answer))
-    return answer[:cut].strip()
+    return answer[: _quote_start(answer)].strip()
+
+
+def _quote_start(answer: str) -> int:
+    return min((answer.find(m) for m in EVIDENCE_MARKERS if m in answer), default=len(answer))
+
+
+def unquoted_numbers(case: Case, answer: str) -> list[str]:
+    """Numbers in the model's words that are in neither the engine's quote after them nor
+    the questions: most likely invented ("a session can last from 12 hours (3 days) to 48
+    hours" above a quote that says 60 minutes). A proxy: the article may hold such a number
+    outside the quote; the quote alone is what the reader can check."""
+    start = _quote_start(answer)
+    given = " ".join((answer[start:], case.question, *case.before))
+    seen = {_number(n) for n in NUMBER_RE.findall(given)}
+    found = [_number(n) for n in NUMBER_RE.findall(answer[:start])]
+    return list(dict.fromkeys(n for n in found if n not in seen))
+
+
+def _number(text: str) -> str:
+    """"1,200" and "1200" alike, "07:10" and "7:10" alike."""
+    return text.replace(",", "").lstrip("0") or "0"
 
 
 def _own_words_right(case: Case, reply: Reply, answer: str) -> bool | None:
@@ -276,6 +304,7 @@ def summarize(results: Sequence[Result]) -> Summary:
         missed=sum(1 for r in results if not r.not_on_site and r.said_not_on_site),
         own_words_right=sum(r.own_words_right is True for r in results),
         own_words_of=sum(r.own_words_right is not None for r in results),
+        unquoted_numbers=sum(bool(r.unquoted_numbers) for r in results),
         loops=sum(r.looped for r in results),
         failed=sum(1 for r in results if not r.outcome.startswith("done")),
         engine_s_total=round(sum(answered), 3),

@@ -13,6 +13,7 @@ from aiohttp import web
 from rich.console import Console
 
 from broker.amqp import Broker
+from broker.protocol import HistoryTurn
 from cli.eval_run import EXIT_BAD_INPUT, EXIT_NO_ENGINE, EXIT_OK, print_report, run_eval
 from cli.eval_scoring import (
     Case,
@@ -23,12 +24,14 @@ from cli.eval_scoring import (
     own_words,
     split_sources,
     summarize,
+    unquoted_numbers,
 )
 from cli.main import main
 from config.settings import Settings
 from engine.knowledge import Passage, format_sources, rescrape
 from engine.llm import Backend
 from tests.conftest import start_engine
+from tests.helpers import WireTap
 from tests.site_fixture import start as start_site
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -210,6 +213,21 @@ def test_the_models_own_words_are_judged_apart_from_the_quote_after_them() -> No
     assert (summary.own_words_right, summary.own_words_of) == (1, 2)
 
 
+def test_numbers_the_model_wrote_that_were_neither_quoted_nor_asked_are_listed() -> None:
+    quote = "\n\nFrom the site: \u201cEach session lasts 60 minutes.\u201d" + sources(FERRY)
+    case = Case(id="s", question="How long is a session on day 2?", expect_any=("60",))
+    invented = "It lasts 60 minutes.\n\nFrom 12 hours (3 days) to 48 hours, on day 2."
+
+    assert unquoted_numbers(case, invented + quote) == ["12", "3", "48"]  # 60 and 2 were given
+    assert unquoted_numbers(case, "1,200 yen, at 07:10." + quote) == ["1200", "7:10"]
+    assert unquoted_numbers(case, quote.strip()) == []  # the quote alone
+    asked_before = case.model_copy(update={"before": ("And for 48 hours?",)})
+    assert unquoted_numbers(asked_before, invented + quote) == ["12", "3"]
+    judged = judge(case, Reply("done", invented + quote, tokens=9), 512)
+    assert judged.unquoted_numbers == ["12", "3", "48"]
+    assert summarize([judged]).unquoted_numbers == 1
+
+
 def test_sources_are_read_from_the_engines_own_format() -> None:
     answer, cited = split_sources("The answer.\n\n" + format_sources([Passage("F", FERRY, "")]))
 
@@ -266,9 +284,16 @@ async def test_eval_runs_each_question_through_the_engine(
     scraped = await rescrape(site_settings, lambda _: None, lambda: False)
     assert scraped.articles == 10
     warranty = Case(id="warranty", question="How long is the warranty?", not_on_site=True)
-    path = write_lines(
-        tmp_path / "q.jsonl", LAST_FERRY.model_dump_json(), warranty.model_dump_json()
+    crossing = Case(  # a follow-up: its earlier question is asked first, then sent with it
+        id="crossing",
+        before=("When does the last ferry leave?",),
+        question="And how long does the crossing take?",
+        expect_any=("35",),
+        expect_source="ferry-timetable",
     )
+    lines = (LAST_FERRY, warranty, crossing)
+    path = write_lines(tmp_path / "q.jsonl", *(case.model_dump_json() for case in lines))
+    tap = await WireTap.open(broker, "nobody")
     engine = await start_engine(site_settings, backend)
     try:
         code = await run_eval(site_settings, path, as_json=True)
@@ -277,7 +302,16 @@ async def test_eval_runs_each_question_through_the_engine(
 
     assert code == EXIT_OK
     document = json.loads(capsys.readouterr().out)
-    ferry, no_match = document["results"]
+    ferry, no_match, follow_up = document["results"]
+    assert follow_up["id"] == "crossing" and follow_up["question"] == crossing.question
+    asked = [request.question for request in tap.requests]
+    assert asked == [LAST_FERRY.question, warranty.question, *crossing.before, crossing.question]
+    earlier, answer = tap.requests[-1].history  # the judged one carries the one before
+    assert earlier == HistoryTurn(role="user", text="When does the last ferry leave?")
+    assert answer.role == "assistant" and "16:50" in answer.text
+    assert "Sources:" not in answer.text  # as a bot sends an answer back
+    assert tap.requests[-2].history == ()
+    assert "unquoted_numbers" in ferry and "unquoted_numbers" in document["summary"]
     assert ferry["id"] == "last-ferry"
     assert f"{eval_site}/articles/ferry-timetable.html" in ferry["cited"]
     assert ferry["answer"] and "Sources:" not in ferry["answer"]
@@ -286,5 +320,5 @@ async def test_eval_runs_each_question_through_the_engine(
     assert ferry["cited"] == [f"{eval_site}/articles/ferry-timetable.html"]  # and no other
     assert no_match["cited"] == [] and no_match["correct"]  # "the site does not cover this"
     summary = document["summary"]
-    assert (summary["questions"], summary["invented"]) == (2, 0)
+    assert (summary["questions"], summary["invented"]) == (3, 0)
     assert summary["engine_s_total"] >= ferry["elapsed_s"]
