@@ -94,6 +94,9 @@ class Settings(BaseSettings):
     top_p: float = Field(0.95, gt=0, le=1)
     min_p: float = Field(0.05, ge=0, le=1)
     repeat_penalty: float = Field(1.1, gt=0)
+    # The answer ends at the blank line after this many paragraphs of the model's (0: no
+    # limit): SmolLM2 answers in its first, then invents (engine/paragraphs.py).
+    answer_paragraphs: int = Field(1, ge=0)
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     # Languages the model answers in; a question in another (en, ja) gets the site's own
     # sentences quoted, without a model answer (SmolLM2 writes Japanese poorly).

@@ -111,6 +111,7 @@ class AnswerJob:
                 self.cancelled,
                 relay.emit,
                 self.limits,
+                self.settings.answer_paragraphs,
             )
         )
         watchdog = asyncio.create_task(self._stop_if_asker_leaves(generation.session_id, reply_to))

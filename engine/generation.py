@@ -3,7 +3,9 @@
 It never waits for the broker: each piece goes to ``emit`` (``TokenRelay.emit``), which only
 appends it; the event loop publishes from there. An answer that starts repeating itself is
 stopped at once (``engine/repetition.py``) and its repeated tail dropped: a small model would
-otherwise repeat a line until the token cap, keeping the only engine from everyone else.
+otherwise repeat a line until the token cap, keeping the only engine from everyone else. One
+that goes on past its paragraphs (``CONCIERGE_ANSWER_PARAGRAPHS``) ends at the blank line
+(``engine/paragraphs.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from broker.protocol import FinishReason
 from engine.cancelled import CancelledSessions
 from engine.llm import Backend, ChatMessage, GenerationLimits, GenerationStopped, Pieces
+from engine.paragraphs import ParagraphLimit
 from engine.repetition import RepetitionDetector
 
 
@@ -34,6 +37,7 @@ class Generation:
     stopped_by_time_limit: bool = False
     finish_reason: FinishReason = "stop"  # how the model's answer ended, when it ran its course
     kept: int | None = None  # pieces of the text, when a repeated tail was dropped
+    ended_at: int | None = None  # characters of the text, when it ended at a blank line
 
     @property
     def finished_naturally(self) -> bool:
@@ -41,8 +45,8 @@ class Generation:
 
     @property
     def answer(self) -> str:
-        """The model's words, without a repeated tail."""
-        return "".join(self.pieces[: self.kept])
+        """The model's words, without a repeated tail or what followed its last paragraph."""
+        return "".join(self.pieces[: self.kept])[: self.ended_at]
 
     @property
     def text(self) -> str:
@@ -70,9 +74,11 @@ def run_token_loop(
     cancelled: CancelledSessions,
     emit: Callable[[str], None],
     limits: GenerationLimits,
+    paragraphs: int = 0,
 ) -> Generation:
-    """Generate until done, cancelled, out of time or repeating itself; ``emit`` gets every
-    piece kept."""
+    """Generate until done, cancelled, out of time, repeating itself or past ``paragraphs``
+    (0: no limit); ``emit`` gets every piece kept (of the last, its part before the blank
+    line)."""
 
     def should_stop() -> bool:
         return (
@@ -83,6 +89,7 @@ def run_token_loop(
 
     stopped = False
     detector = RepetitionDetector()
+    paragraph_limit = ParagraphLimit(paragraphs)
     try:
         for piece in _pieces(backend.stream(messages, should_stop, limits), generation, limits):
             if should_stop():
@@ -92,6 +99,11 @@ def run_token_loop(
             generation.piece_times.append(time.monotonic())
             if (loop := detector.feed(piece)) is not None:
                 generation.finish_reason, generation.kept = "repetition", loop.since
+                break
+            if (end := paragraph_limit.feed(piece)) is not None:  # the next paragraph begins
+                generation.ended_at = end
+                if head := piece[: max(0, end - (len(paragraph_limit.text) - len(piece)))]:
+                    emit(head)
                 break
             emit(piece)
     except GenerationStopped:

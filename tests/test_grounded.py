@@ -289,7 +289,9 @@ class Replay:
         return 0
 
 
-def replay(pieces: Sequence[str], max_tokens: int = 512) -> tuple[Generation, list[str], Replay]:
+def replay(
+    pieces: Sequence[str], max_tokens: int = 512, paragraphs: int = 0
+) -> tuple[Generation, list[str], Replay]:
     backend = Replay(pieces)
     emitted: list[str] = []
     generation = Generation("s", time_limit_at=float("inf"))
@@ -300,6 +302,7 @@ def replay(pieces: Sequence[str], max_tokens: int = 512) -> tuple[Generation, li
         CancelledSessions(10, 60),
         emitted.append,
         GenerationLimits(max_tokens=max_tokens),
+        paragraphs,
     )
     return generation, emitted, backend
 

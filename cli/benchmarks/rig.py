@@ -60,6 +60,7 @@ def bench_settings(settings: Settings, kb_dir: Path, **overrides: Any) -> Settin
         "max_question_chars": 16_000,
         "metrics_port": 0,  # a benchmark serves no metrics (and must not clash with an engine)
         "model_answers_yes_no": True,  # every question reaches the model, as when measured before
+        "answer_paragraphs": 0,  # and every answer runs its course
     }
     fields.update(overrides)
     return settings.model_copy(update=fields)
