@@ -12,11 +12,11 @@ from typing import TextIO
 
 from rich.markup import escape
 
-from bots.history import CUT_OFF_MARK, STOPPED_MARK
+from bots.history import CUT_OFF_MARK, SOURCES_RE, STOPPED_MARK
 from bots.renderer import history_notice
 from bots.session import Detached, ReplyTimeout, Session, SessionItem, StopRequested
 from bots.terminal_status import TerminalStatus
-from bots.terminal_text import AnswerText, common_length
+from bots.terminal_text import AnswerText
 from broker.protocol import (
     Cancelled,
     Done,
@@ -40,8 +40,8 @@ FINISHED_EARLY = {"length": "terminal.cut_length", "repetition": "terminal.cut_r
 
 @dataclass(frozen=True)
 class Outcome:
-    """How an exchange ended: the exit code it deserves, and the model's own words as shown
-    (without what the engine appended: notes, sources), for the conversation."""
+    """How an exchange ended: the exit code it deserves, and the answer as shown without its
+    sources list, for the conversation (what a bot sends back: ``bots.history``)."""
 
     code: int
     reply: str | None = None
@@ -76,7 +76,6 @@ class TerminalAnswer:
         self.status = status
         self.json_out = json_out
         self.streamed = ""  # every piece shown
-        self.model_words = ""  # the pieces the model wrote (the engine's own have no tokens)
         self.stopping = False
 
     async def follow(self) -> Outcome:
@@ -105,8 +104,7 @@ class TerminalAnswer:
         match item:
             case Started():
                 self.status.started(self.session.kind)
-            case TokenEvent(text=piece, tokens=tokens):
-                self.model_words += piece if tokens else ""
+            case TokenEvent(text=piece):
                 self._add(piece)
             case Progress():
                 self.status.progress(item)
@@ -171,13 +169,13 @@ class TerminalAnswer:
             self.status.say(f"[dim]{notice}[/]")
 
     def _reply(self, final: str) -> str | None:
-        """The model's words in ``final``: up to where it leaves what the model streamed (the
-        engine appends its notes and sources after them)."""
+        """``final`` without its sources list, as a bot sends an answer back. Its quote of
+        the site stays: given only its own words back, the default model repeated them as
+        the next answer ("This sentence provides a detailed explanation of … small dogs",
+        whatever was asked; docs/quality.md, "One paragraph")."""
         if self.session.kind == "rescrape" or not final:
             return None
-        if not self.model_words:  # the pieces were lost: the whole text is all there is
-            return final
-        return final[: common_length(final, self.model_words)]
+        return SOURCES_RE.sub("", final).strip() or None
 
     def _timed_out(self, waited_s: float) -> Outcome:
         self.status.tell("terminal.timed_out", wait_s=f"{waited_s:g}")

@@ -24,6 +24,7 @@ from engine.feedback_store import AnswerRecord, FeedbackStore, Vote
 from engine.knowledge.builder import build_kb
 from engine.llm import Backend
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
+from tests.helpers import WireTap
 from tests.test_grounded import site_articles
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -190,8 +191,9 @@ async def test_rescrape_in_the_chat_then_its_articles_answer(
     engine = await start_engine(site_settings.model_copy(update={"max_tokens": 16}), backend)
     env = cli_env(site_settings, CONCIERGE_SITE_SITEMAP_URL=str(site_settings.site_sitemap_url))
     env["CONCIERGE_SITE_ALLOWED_HOSTS"] = json.dumps(site_settings.site_allowed_hosts)
+    tap = await WireTap.open(broker, "nobody")
     process = await concierge("chat", env=env)
-    typed = b"/rescrape\nHow long is the widget warranty?\n"
+    typed = b"/rescrape\nHow long is the widget warranty?\nAnd what does it cover?\n"
     stdout, stderr = await asyncio.wait_for(process.communicate(typed), 120)
     await engine.stop()
     assert process.returncode == 0, stderr.decode()
@@ -200,6 +202,9 @@ async def test_rescrape_in_the_chat_then_its_articles_answer(
     assert summary.strip() == ""  # nothing before the rescrape's own summary
     assert "/articles/widgets" in answer  # the answer stands on the article just read
     assert "no command" not in stderr.decode()
+    # The follow-up carries the answer as a bot sends it back: its quote, not its sources.
+    [_, answered] = tap.requests[-1].history
+    assert "From the site: \u201c" in answered.text and "Sources:" not in answered.text
 
 
 async def test_up_without_platforms_runs_the_engine_with_the_terminal_client(
