@@ -31,6 +31,8 @@ class ParagraphLimit:
         if not self.paragraphs:
             return None
         self.text += piece
+        if "\n" not in piece:  # a blank line ends with a newline: none can be new (the hot path)
+            return None
         breaks = 0
         for match in BLANK_LINE.finditer(self.text):
             before = self.text[: match.start()]
