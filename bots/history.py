@@ -13,7 +13,8 @@ A conversation with more turns than the count setting (N) keeps its newest **on 
 grid** (broker/history_window.py), not the newest N: from ``block_start`` of all its turns and
 N. As it grows by an exchange per question, the turns sent begin with the same turn until the
 window is full again, then a block later, so the engine's prompt for a follow-up begins as the
-one before did and llama.cpp's saved state still serves it (engine/history.py says why). The
+one before did and llama.cpp's saved state still serves it (engine/answering/history.py says why).
+The
 grid is counted from the conversation's first turn, so the adapters read back to it; the
 answer says when older messages were left out.
 """

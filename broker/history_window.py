@@ -1,7 +1,8 @@
 """Where a long conversation's history begins when only its newest turns may go: on a grid.
 
 Both sides cut on the same grid: the engine when the turns do not all fit the model's context
-(engine/history.py, whose docstring says why: a follow-up then begins as the turn before did,
+(engine/answering/history.py, whose docstring says why: a follow-up then begins as the turn before
+did,
 so llama.cpp's saved state still serves it), and the bots when a conversation has more turns
 than ``CONCIERGE_HISTORY_MAX_MESSAGES`` (bots/history.py). A window that slid by one exchange
 at either end would change every follow-up's beginning again. docs/protocol.md states the rule

@@ -20,7 +20,7 @@ from bots.ask import Ask
 from bots.client import AskRefused, ConciergeClient
 from bots.history import SOURCES_RE
 from bots.session import ReplyTimeout, Session
-from bots.terminal import one_off
+from bots.terminal.chat import one_off
 from broker.amqp import peek_queues
 from broker.protocol import Cancelled, Done, Expired, Failed, HistoryTurn, Names
 from cli.eval_scoring import (

@@ -16,8 +16,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from broker.protocol import MAX_HISTORY_TURNS
-from engine.repetition import RepetitionDetector
-from engine.wording import WORDING
+from engine.answering.wording import WORDING
+from engine.generation.repetition import RepetitionDetector
 
 # How the engine says the site does not answer a question, besides ``done.not_on_site``: the
 # fixed sentences of phase 2 of issue 14, and the usual ways a model says it, in both languages.
@@ -43,10 +43,11 @@ NOT_ON_SITE_PHRASES = (
     "見つかりません",
     "記載がありません",
 )
-SOURCES_HEADING = "Sources:"  # engine/knowledge/prompt.py format_sources: "- Title <url>"
+SOURCES_HEADING = "Sources:"  # engine/answering/passages.py format_sources: "- Title <url>"
 ADDRESS_RE = re.compile(r"<(https?://[^>\s]+)>")
 CUT_REASONS = frozenset({"length", "repetition"})  # done.finish_reason of a cut answer
-# Where the engine's quote of the article begins (engine/wording.py, "From the site: ..."):
+# Where the engine's quote of the article begins (engine/answering/wording.py, "From the site:
+# ..."):
 # what comes before it is the model's own words.
 EVIDENCE_MARKERS = tuple(wording.evidence.split("{quote}")[0] for wording in WORDING.values())
 # Text split roughly as a tokenizer would (a Latin word with its space, a digit, any other
@@ -263,7 +264,7 @@ def unquoted_numbers(case: Case, answer: str) -> list[str]:
 
 
 def _number(text: str) -> str:
-    """"1,200" and "1200" alike, "07:10" and "7:10" alike."""
+    """ "1,200" and "1200" alike, "07:10" and "7:10" alike."""
     return text.replace(",", "").lstrip("0") or "0"
 
 

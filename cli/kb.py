@@ -16,8 +16,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from config.settings import Settings
-from engine.feedback_store import FeedbackReport, read_report
-from engine.knowledge import KnowledgeBase
+from engine.feedback.store import FeedbackReport, read_report
+from engine.knowledge.store import KnowledgeBase
 
 NOT_FOUND_HINT = "run this where the engine runs, or build it with 'concierge rescrape'"
 EXCERPT_CHARS = 300

@@ -18,7 +18,7 @@ from cli.errors import ConsoleFailed, broker_unavailable, platform_unreachable
 from cli.eval import add_eval_parser, eval_command
 from config.logging import setup_logging
 from config.settings import ConfigError, Settings, load_settings
-from engine.llm import BackendUnavailable
+from engine.backends.base import BackendUnavailable
 
 if TYPE_CHECKING:
     from cli.console.process import ConsoleProcess
@@ -51,7 +51,7 @@ async def up_command(settings: Settings, chat_log: Path) -> int:
     """The engine and every configured adapter in one process (the small-VPS deployment);
     with no platform configured, the terminal chat (the log then goes to ``chat_log``). The web
     console, when ``CONCIERGE_WEB_PORT`` is set, is a process of its own beside them."""
-    from bots.terminal import chat
+    from bots.terminal.chat import chat
     from engine.main import run_engine
 
     adapters = _configured_adapters(settings)
@@ -216,7 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> Coroutine[object, object, int]:
     """The coroutine that runs ``args.command``; modules load only when their command runs."""
-    from bots import terminal
+    from bots.terminal import chat as terminal
 
     commands: dict[str, Callable[[], Coroutine[object, object, int]]] = {
         "engine": lambda: engine_command(settings),
@@ -236,13 +236,13 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> Coroutine[object,
 
 
 def _run_discord() -> AdapterRun:
-    from bots.discord_app import run_discord
+    from bots.discord.app import run_discord
 
     return run_discord
 
 
 def _run_slack() -> AdapterRun:
-    from bots.slack_app import run_slack
+    from bots.slack.app import run_slack
 
     return run_slack
 

@@ -23,8 +23,8 @@ from rich.table import Table
 from broker.amqp import peek_queues
 from broker.protocol import Names
 from config.settings import Settings
-from engine.knowledge import KnowledgeBase
-from engine.openai_server import public_url
+from engine.backends.openai.server import public_url
+from engine.knowledge.store import KnowledgeBase
 
 Health = dict[str, Any]  # the JSON of /healthz
 

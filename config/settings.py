@@ -25,7 +25,7 @@ DEFAULT_SYSTEM_PROMPT = (
     "Answer briefly and plainly. If you do not know, say so."
 )
 GGUF_MAGIC = b"GGUF"  # the first four bytes of every GGUF file
-LANGUAGES = ("en", "ja")  # the languages a question is told apart in (engine/wording.py)
+LANGUAGES = ("en", "ja")  # the languages a question is told apart in (engine/answering/wording.py)
 
 # A list read as written: "a,b", "a" or '["a", "b"]' (NoDecode: pydantic-settings would insist
 # on JSON and fail with a traceback); ``_split_list`` below turns the text into the list.
@@ -95,14 +95,14 @@ class Settings(BaseSettings):
     min_p: float = Field(0.05, ge=0, le=1)
     repeat_penalty: float = Field(1.1, gt=0)
     # The answer ends at the blank line after this many paragraphs of the model's (0: no
-    # limit): SmolLM2 answers in its first, then invents (engine/paragraphs.py).
+    # limit): SmolLM2 answers in its first, then invents (engine/generation/paragraphs.py).
     answer_paragraphs: int = Field(1, ge=0)
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     # Languages the model answers in; a question in another (en, ja) gets the site's own
     # sentences quoted, without a model answer (SmolLM2 writes Japanese poorly).
     model_languages: TextList = ["en"]
     # Whether the model answers yes/no questions; if not, they get the site's sentence quoted
-    # alone (SmolLM2 answers "No" to most, whatever the article says: engine/yes_no.py).
+    # alone (SmolLM2 answers "No" to most, whatever the article says: engine/answering/yes_no.py).
     model_answers_yes_no: bool = False
     seed: int = -1
     # llama.cpp's state after recent answers, so a follow-up reads only its new part even

@@ -11,7 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from engine.knowledge import KbStats, KnowledgeBase
+from engine.knowledge.models import KbStats
+from engine.knowledge.store import KnowledgeBase
 
 log = logging.getLogger(__name__)
 

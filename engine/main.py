@@ -5,62 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
 
 from broker.amqp import Broker
-from config.settings import Settings, default_model_path
-from engine.knowledge import remove_stale_builds
-from engine.llm import Backend, ModelOptions, load_backend
-from engine.metrics import BackendReport, EngineMetrics, serve_metrics
+from config.settings import Settings
+from engine.backends.base import Backend
+from engine.backends.configured import open_backend
+from engine.knowledge.scrape.buildfile import remove_stale_builds
+from engine.metrics import EngineMetrics, serve_metrics
 from engine.worker import Worker
 
-if TYPE_CHECKING:
-    from engine.openai_backend import OpenAIOptions
-
 log = logging.getLogger(__name__)
-
-
-def model_options(settings: Settings) -> ModelOptions:
-    return ModelOptions(
-        path=settings.resolved_model_path(),
-        context_size=settings.context_size,
-        threads=settings.threads,
-        seed=settings.seed,
-        state_cache_bytes=settings.state_cache_mb * 1024 * 1024,
-    )
-
-
-def backend_options(settings: Settings) -> ModelOptions | OpenAIOptions:
-    """The model in this process, or the model server (``CONCIERGE_BACKEND``)."""
-    if settings.backend == "llama":
-        return model_options(settings)
-    from engine.openai_backend import OpenAIOptions
-
-    return OpenAIOptions(
-        base_url=settings.openai_base_url,
-        model=settings.openai_model,
-        api_key=settings.openai_api_key,
-        seed=settings.seed,
-    )
-
-
-def backend_report(settings: Settings, backend: Backend) -> BackendReport:
-    """What ``/healthz`` says of the backend: the model server and whether it answers now,
-    or the model file this process runs."""
-    if settings.backend == "openai":
-        from engine.openai_backend import OpenAIBackend
-
-        if isinstance(backend, OpenAIBackend):
-            return backend.server_health
-    model = settings.model_path or default_model_path()
-    report = {"kind": "llama", "model": model.name if model else None}
-    if settings.backend != "llama":  # a stand-in for the server's backend (a benchmark's)
-        report = {"kind": settings.backend}
-
-    async def fixed() -> dict[str, Any]:
-        return report
-
-    return fixed
 
 
 async def run_engine(
@@ -83,9 +37,9 @@ async def run_engine(
     async with serve_metrics(metrics, settings.metrics_host, settings.metrics_port):
         await asyncio.to_thread(remove_stale_builds, settings.kb_path)  # it logs each file
         if backend is None:
-            backend = await asyncio.to_thread(load_backend, backend_options(settings))
+            backend = await asyncio.to_thread(open_backend, settings)
         metrics.model_loaded = True
-        metrics.watch_backend(backend_report(settings, backend))
+        metrics.watch_backend(backend.health)
         async with Broker(settings) as broker:
             metrics.watch(broker)
             worker = Worker(settings, broker, backend, metrics=metrics)

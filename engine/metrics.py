@@ -27,7 +27,7 @@ from pydantic import BaseModel
 
 from broker.protocol import Cancelled, Done, Expired, Failed, Started
 from config.settings import ConfigError
-from engine.feedback_store import UNKNOWN, VoteTotals
+from engine.feedback.store import UNKNOWN, VoteTotals
 from engine.health import KnowledgeReport, Running, running_report
 
 if TYPE_CHECKING:

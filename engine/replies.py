@@ -45,7 +45,7 @@ class Replies:
 
     One method per event type, so each field is checked where the event is made; ``text`` puts
     a catalogue text in the asker's ``locale``; a terminal event built elsewhere
-    (``engine.ending``, ``engine.rescrape_job``) takes its ``header()`` and goes out by
+    (``engine.generation.ending``, ``engine.jobs.rescrape``) takes its ``header()`` and goes out by
     ``send``.
     """
 

@@ -2,8 +2,9 @@
 
 Four consumers: requests (``prefetch_count=1``), cancels (their own queue, never behind
 requests), expired requests (dead-lettered by their TTL, so the asker can be told) and votes
-(``engine.feedback``, which also records how each answer ended). Each request is a job of one
-kind, chosen once: an answer (``engine.answer``) or a rescrape (``engine.rescrape_job``).
+(``engine.feedback.recorder``, which also records how each answer ended). Each request is a job of
+one
+kind, chosen once: an answer (``engine.jobs.answer``) or a rescrape (``engine.jobs.rescrape``).
 What the engine writes to an asker itself comes in the asker's locale (``Replies.text``).
 """
 
@@ -19,14 +20,14 @@ from broker.protocol import Cancel, ReplyEvent, Request
 from config.logging import session_context
 from config.settings import Settings
 from config.texts import Locale
-from engine.answer import AnswerJob
+from engine.backends.base import Backend
 from engine.cancelled import CancelledSessions
-from engine.feedback import FeedbackRecorder
+from engine.feedback.recorder import FeedbackRecorder
 from engine.health import Running
-from engine.llm import Backend
+from engine.jobs.answer import AnswerJob
+from engine.jobs.rescrape import RescrapeJob
 from engine.metrics import EngineMetrics
 from engine.replies import Replies
-from engine.rescrape_job import RescrapeJob
 from engine.status_feed import StatusCopies
 
 log = logging.getLogger(__name__)

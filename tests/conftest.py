@@ -16,8 +16,9 @@ import pytest
 from bots.client import ConciergeClient
 from broker.amqp import Broker
 from config.settings import Settings, load_settings
-from engine.llm import Backend, load_backend
-from engine.main import model_options, run_engine
+from engine.backends.base import Backend
+from engine.backends.configured import load_backend, model_options
+from engine.main import run_engine
 from engine.worker import Worker
 from tests.site_fixture import FakeSite, ForeignSite
 from tests.site_fixture import start as start_site

@@ -16,8 +16,8 @@ from cli.benchmarks.rig import BenchBackend
 from cli.console import Console
 from cli.console.demo import DemoConfig
 from config.settings import Settings
-from engine.llm import LlamaBackend
-from engine.main import model_options
+from engine.backends.configured import model_options
+from engine.backends.llama import LlamaBackend
 from engine.metrics import MetricsServer
 from tests.conftest import RunningEngine
 

@@ -21,8 +21,8 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from bots.discord_buttons import STOP_PREFIX
-from bots.discord_history import split_status
+from bots.discord.buttons import STOP_PREFIX
+from bots.discord.history import split_status
 from bots.renderer import FINAL_STATUSES, status_of
 
 API = "/api/v10"

@@ -20,10 +20,10 @@ from pydantic import SecretStr
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.client import ConciergeClient
-from bots.slack_adapter import SlackAdapter
-from bots.slack_app import build_app
-from bots.slack_format import BODY_CHARS
-from bots.slack_http import EVENTS_PATH, events_web_app
+from bots.slack.adapter import SlackAdapter
+from bots.slack.app import build_app
+from bots.slack.format import BODY_CHARS
+from bots.slack.http import EVENTS_PATH, events_web_app
 from config.settings import Settings
 from tests.fake_slack import BOT_USER_ID, FakeSlack, SlackDelivery, start_fake_slack
 

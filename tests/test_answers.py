@@ -23,7 +23,7 @@ from broker.amqp import Broker
 from broker.protocol import Cancelled, Done, Started, TokenEvent, new_session_id
 from config.settings import Settings
 from config.texts import t
-from engine.llm import Backend
+from engine.backends.base import Backend
 from tests.conftest import start_engine
 from tests.helpers import WireTap
 

@@ -27,7 +27,7 @@ from cli.benchmarks.rig import SCHEMA_VERSION, BenchBackend, summarize
 from cli.benchmarks.stream import IN_PROCESS, PIPELINE, StreamConfig, run_stream
 from cli.console.results import cancel_results
 from config.settings import Settings, load_settings
-from engine.llm import Backend
+from engine.backends.base import Backend
 
 STATS_KEYS = {"median", "p95", "min", "max", "n"}
 

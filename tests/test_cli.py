@@ -20,9 +20,9 @@ from yarl import URL
 from broker.amqp import Broker
 from cli.kb import kb_stats
 from config.settings import ConfigError, Settings
-from engine.feedback_store import AnswerRecord, FeedbackStore, Vote
-from engine.knowledge.builder import build_kb
-from engine.llm import Backend
+from engine.backends.base import Backend
+from engine.feedback.store import AnswerRecord, FeedbackStore, Vote
+from engine.knowledge.scrape.builder import build_kb
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.helpers import WireTap
 from tests.test_grounded import site_articles

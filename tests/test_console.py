@@ -20,7 +20,7 @@ from cli.console import Console, check_bind
 from cli.console.results import cancel_results
 from cli.console.state import ConsoleState
 from config.settings import ConfigError, Settings
-from engine.llm import Backend
+from engine.backends.base import Backend
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.console_fixture import (
     TOKEN,

@@ -33,13 +33,14 @@ from cli.benchmarks import report
 from cli.benchmarks.conversation import CACHED, UNCACHED, ConversationConfig, run_conversation
 from cli.benchmarks.rig import BenchBackend
 from config.settings import Settings, load_settings
-from engine.history import as_messages
-from engine.knowledge.builder import build_kb
+from engine.answering.history import as_messages
+from engine.answering.prompt import SitePrompts, chat_messages
+from engine.backends.base import Backend, ChatMessage, GenerationLimits
+from engine.backends.configured import model_options
+from engine.backends.llama import LlamaBackend
+from engine.backends.state_cache import MIB, StateCache, entry_bytes
 from engine.knowledge.models import Article
-from engine.llm import Backend, ChatMessage, GenerationLimits, LlamaBackend
-from engine.main import model_options
-from engine.prompt import SitePrompts, chat_messages
-from engine.state_cache import MIB, StateCache, entry_bytes
+from engine.knowledge.scrape.builder import build_kb
 from tests.conftest import RunningEngine, start_engine
 from tests.helpers import collect
 
@@ -143,7 +144,7 @@ async def test_a_history_larger_than_the_context_loses_its_oldest_turns_and_says
     assert prompt.messages[1:-1] == kept
     room = settings.context_size - settings.max_tokens
     assert backend.count_tokens(prompt.messages) <= room
-    # the most that fit, and then whole blocks of the oldest dropped (engine/history.py)
+    # the most that fit, and then whole blocks of the oldest dropped (engine/answering/history.py)
     system, question = settings.system_prompt, "What did I say last?"
     window = len(history) - done.history_dropped
     while (

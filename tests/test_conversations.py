@@ -24,8 +24,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.ask import Ask
 from bots.client import ConciergeClient
-from bots.discord_adapter import ConciergeBot
-from bots.discord_history import split_status as discord_split_status
+from bots.discord.adapter import ConciergeBot
+from bots.discord.history import split_status as discord_split_status
 from bots.history import (
     CUT_OFF_MARK,
     STOPPED_MARK,
@@ -37,13 +37,13 @@ from bots.history import (
 )
 from bots.renderer import MessageContent, Renderer, Status, footer_for, history_notice, status_of
 from bots.session import Session
-from bots.slack_adapter import SlackAdapter
-from bots.slack_app import build_app
-from bots.slack_format import asked_line, message_text, slack_text
-from bots.slack_history import Me, plain
-from bots.slack_history import split_status as slack_split_status
-from bots.terminal import Turns
-from bots.terminal_answer import Outcome
+from bots.slack.adapter import SlackAdapter
+from bots.slack.app import build_app
+from bots.slack.format import asked_line, message_text, slack_text
+from bots.slack.history import Me, plain
+from bots.slack.history import split_status as slack_split_status
+from bots.terminal.answer import Outcome
+from bots.terminal.chat import Turns
 from broker.amqp import Broker
 from broker.history_window import history_block
 from broker.protocol import (
@@ -249,7 +249,8 @@ def test_as_a_conversation_grows_its_first_turn_kept_stays_until_the_window_is_f
     max_turns: int,
 ) -> None:
     """An exchange a question: the first turn sent stays put while the window fills, then
-    moves on by one block (engine/history.py: the prompt's beginning, and its saved state)."""
+    moves on by one block (engine/answering/history.py: the prompt's beginning, and its saved
+    state)."""
     whole, block = exchanges(60), history_block(max_turns)
     first, size, moves = 0, 0, 0
     for total in range(2, len(whole) + 1, 2):

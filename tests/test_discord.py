@@ -20,9 +20,9 @@ import discord
 import pytest
 
 from bots.client import ConciergeClient
-from bots.discord_adapter import ConciergeBot
-from bots.discord_app import run_discord
-from bots.discord_sink import ANSWER_MAX_CHARS, DISCORD_MAX_CHARS, message_text
+from bots.discord.adapter import ConciergeBot
+from bots.discord.app import run_discord
+from bots.discord.sink import ANSWER_MAX_CHARS, DISCORD_MAX_CHARS, message_text
 from bots.renderer import MessageContent
 from broker.amqp import Broker
 from broker.protocol import (
@@ -36,7 +36,7 @@ from broker.protocol import (
 )
 from config.settings import ConfigError, Settings
 from config.texts import t
-from engine.llm import Backend
+from engine.backends.base import Backend
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.fake_discord import (
     BOT_ID,

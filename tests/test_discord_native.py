@@ -18,7 +18,7 @@ import pytest
 from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 
 from bots.client import ConciergeClient
-from bots.discord_adapter import ConciergeBot
+from bots.discord.adapter import ConciergeBot
 from broker.amqp import Broker
 from broker.protocol import Cancelled, Done, Feedback, decode_feedback, new_session_id
 from config.settings import Settings

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from broker.protocol import Cancelled, Done, Failed
-from engine.ending import ending_event
-from engine.generation import Generation
+from engine.generation.ending import ending_event
+from engine.generation.loop import Generation
 from engine.replies import INTERRUPTED, EventHeader
 
 HEADER = EventHeader(session_id="session-1234", seq=7, context={"channel": "C1"})

@@ -32,7 +32,7 @@ from broker.protocol import (
 )
 from config.settings import Settings
 from config.texts import t
-from engine.llm import Backend, ChatMessage, GenerationLimits, Pieces, ShouldStop
+from engine.backends.base import Backend, ChatMessage, GenerationLimits, Pieces, ShouldStop
 from engine.replies import Replies, TokenRelay
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.helpers import collect, token_text, wait_for_tokens
@@ -479,6 +479,9 @@ class BrokenModel:
     def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
         return self.real.count_tokens(messages)
 
+    async def health(self) -> dict[str, str]:
+        return {"kind": "broken"}
+
 
 async def test_an_unexpected_failure_tells_the_asker_one_sentence_and_logs_its_traceback(
     settings: Settings,
@@ -495,6 +498,6 @@ async def test_an_unexpected_failure_tells_the_asker_one_sentence_and_logs_its_t
     assert isinstance(end, Failed) and end.text == "Hel"
     assert end.reason == t("engine.generation_failed", "en", error=t("engine.error", "en"))
     assert "KeyError" not in end.reason and "/srv" not in end.reason
-    failed = [r for r in caplog.records if r.name == "engine.answer" and r.exc_info]
+    failed = [r for r in caplog.records if r.name == "engine.jobs.answer" and r.exc_info]
     assert len(failed) == 1 and failed[0].exc_info is not None
     assert failed[0].exc_info[0] is KeyError  # the operator gets the traceback

@@ -19,8 +19,8 @@ from bots.client import ConciergeClient
 from broker.amqp import Broker
 from broker.protocol import Cancelled, Done, Failed
 from config.settings import Settings, load_settings
-from engine.llm import Backend, load_backend
-from engine.main import model_options
+from engine.backends.base import Backend
+from engine.backends.configured import load_backend, model_options
 from tests.conftest import LONG_QUESTION, RunningEngine, delete_test_topology, start_engine
 from tests.helpers import collect, wait_for_tokens
 from tests.processes import ROOT, process_env

@@ -28,8 +28,10 @@ from cli.eval_scoring import (
 )
 from cli.main import main
 from config.settings import Settings
-from engine.knowledge import Passage, format_sources, rescrape
-from engine.llm import Backend
+from engine.answering.passages import format_sources
+from engine.backends.base import Backend
+from engine.knowledge.models import Passage
+from engine.knowledge.scrape.rescrape import rescrape
 from tests.conftest import start_engine
 from tests.helpers import WireTap
 from tests.site_fixture import start as start_site

@@ -20,7 +20,8 @@ from bots.client import ConciergeClient
 from broker.amqp import Broker
 from broker.protocol import ERROR_HEADER, Done, Feedback, encode
 from config.settings import Settings
-from engine.feedback_store import (
+from engine.backends.base import Backend
+from engine.feedback.store import (
     NO_VOTES,
     AnswerRecord,
     ArticleVotes,
@@ -28,8 +29,7 @@ from engine.feedback_store import (
     Vote,
     read_report,
 )
-from engine.knowledge.builder import build_kb
-from engine.llm import Backend
+from engine.knowledge.scrape.builder import build_kb
 from engine.metrics import MetricsServer
 from tests.conftest import RunningEngine, start_engine
 from tests.helpers import collect

@@ -21,19 +21,19 @@ from broker.protocol import Done, FinishReason, HistoryTurn, ReplyEvent, make_re
 from config.settings import Settings
 from config.texts import t
 from config.texts.engine import TEXTS as ENGINE_TEXTS
+from engine.answering.grounding import Grounding, closing
+from engine.answering.prompt import SitePrompts
+from engine.answering.wording import WORDING
+from engine.backends.base import Backend, ChatMessage, GenerationLimits, Pieces, ShouldStop
 from engine.cancelled import CancelledSessions
-from engine.ending import ending_event
-from engine.generation import Generation, run_token_loop
-from engine.grounding import Grounding, closing
-from engine.knowledge import NO_ARTICLES_MESSAGE, Passage
-from engine.knowledge.builder import build_kb
-from engine.knowledge.extract import extract_article
-from engine.knowledge.models import Article
-from engine.llm import Backend, ChatMessage, GenerationLimits, Pieces, ShouldStop
-from engine.prompt import SitePrompts
-from engine.repetition import RepetitionDetector
+from engine.generation.ending import ending_event
+from engine.generation.loop import Generation, run_token_loop
+from engine.generation.repetition import RepetitionDetector
+from engine.knowledge.models import Article, Passage
+from engine.knowledge.scrape.builder import build_kb
+from engine.knowledge.scrape.extract import extract_article
+from engine.knowledge.store import NO_ARTICLES_MESSAGE
 from engine.replies import EventHeader
-from engine.wording import WORDING
 from tests.conftest import LONG_QUESTION, start_engine
 from tests.helpers import collect, token_text
 

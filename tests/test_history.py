@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from broker.protocol import HistoryTurn
-from engine.history import as_messages, fit_history, search_text
-from engine.llm import ChatMessage
-from engine.prompt import chat_messages
+from engine.answering.history import as_messages, fit_history, search_text
+from engine.answering.prompt import chat_messages
+from engine.backends.base import ChatMessage
 
 
 def turns(count: int) -> list[ChatMessage]:

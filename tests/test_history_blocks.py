@@ -1,6 +1,7 @@
 """A long conversation's oldest turns dropped in blocks, so that consecutive follow-ups begin
 with the same turns and llama.cpp's saved state of the last one still serves the next
-(engine/history.py): the pure rule, and the prompts the engine builds, in the model's tokens."""
+(engine/answering/history.py): the pure rule, and the prompts the engine builds, in the model's
+tokens."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ from broker.history_window import block_start, history_block
 from broker.protocol import HistoryTurn, make_request
 from cli.benchmarks.town import ANSWERS, ARTICLES, CONVERSATION
 from config.settings import Settings
-from engine.history import fit_history, fit_history_in_blocks
-from engine.knowledge.builder import build_kb
-from engine.llm import Backend, ChatMessage
-from engine.prompt import SitePrompts
+from engine.answering.history import fit_history, fit_history_in_blocks
+from engine.answering.prompt import SitePrompts
+from engine.backends.base import Backend, ChatMessage
+from engine.knowledge.scrape.builder import build_kb
 
 
 def turns(count: int) -> list[ChatMessage]:

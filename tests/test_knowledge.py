@@ -14,22 +14,14 @@ import pytest
 
 from broker.protocol import make_request
 from config.settings import Settings
-from engine.knowledge import (
-    NO_ARTICLES_MESSAGE,
-    KnowledgeBase,
-    Passage,
-    RescrapeFailed,
-    RescrapeStopped,
-    ScrapeProgress,
-    ScrapeResult,
-    format_sources,
-    render_passages,
-    rescrape,
-    select_passages,
-)
-from engine.knowledge.discover import parse_feed
-from engine.llm import Backend, ChatMessage
-from engine.prompt import SitePrompts, chat_messages
+from engine.answering.passages import format_sources, render_passages, select_passages
+from engine.answering.prompt import SitePrompts, chat_messages
+from engine.backends.base import Backend, ChatMessage
+from engine.knowledge.models import Passage, ScrapeProgress, ScrapeResult
+from engine.knowledge.scrape.discover import parse_feed
+from engine.knowledge.scrape.errors import RescrapeFailed, RescrapeStopped
+from engine.knowledge.scrape.rescrape import rescrape
+from engine.knowledge.store import NO_ARTICLES_MESSAGE, KnowledgeBase
 from tests.site_fixture import FakeSite, ForeignSite
 
 ALLOWED_ARTICLES = {"widgets", "gears", "tokyo-office", "holidays"}

@@ -22,8 +22,8 @@ from broker.amqp import Broker
 from broker.protocol import Cancelled, Done
 from config.logging import session_context, setup_logging
 from config.settings import Settings
-from engine.knowledge import KnowledgeBase
-from engine.llm import Backend
+from engine.backends.base import Backend
+from engine.knowledge.store import KnowledgeBase
 from engine.metrics import OUTCOMES, EngineMetrics, MetricsServer
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.helpers import collect, wait_for_tokens

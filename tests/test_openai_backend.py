@@ -30,7 +30,7 @@ from aiohttp import web
 from pydantic import SecretStr
 from rich.console import Console
 
-import engine.openai_backend as openai_backend
+import engine.backends.openai.backend as openai_backend
 from bots.ask import Ask
 from bots.client import ConciergeClient
 from broker.amqp import Broker
@@ -39,18 +39,19 @@ from cli.main import EXIT_CONFIG, EXIT_UNAVAILABLE
 from cli.main import main as concierge_main
 from cli.status import health_table, status_command
 from config.settings import ConfigError, Settings, default_model_path
-from engine.llm import (
+from engine.backends.base import (
     BackendUnavailable,
     ChatMessage,
     GenerationLimits,
     GenerationStopped,
     Pieces,
-    load_backend,
 )
+from engine.backends.configured import load_backend
+from engine.backends.openai.backend import OpenAIBackend
+from engine.backends.openai.options import OpenAIOptions
+from engine.backends.openai.server import estimate_tokens, public_url
+from engine.backends.openai.sse import CUT_SHORT, TRUNCATED, Ending, ModelServerError, read_pieces
 from engine.metrics import MetricsServer
-from engine.openai_backend import OpenAIBackend, OpenAIOptions
-from engine.openai_server import estimate_tokens, public_url
-from engine.openai_stream import CUT_SHORT, TRUNCATED, Ending, ModelServerError, read_pieces
 from tests.conftest import start_engine
 from tests.helpers import collect, wait_for_tokens
 
@@ -753,7 +754,7 @@ async def test_with_the_model_server_down_status_says_the_engine_runs_and_what_i
     assert f"cannot reach the model server at http://***@127.0.0.1:{port}/v1" in down.reason
     assert CLASS_NAME_RE.search(down.reason) is None, down.reason
     assert "s3cret" not in down.reason
-    failed = [r for r in caplog.records if r.name == "engine.answer" and "failed" in r.message]
+    failed = [r for r in caplog.records if r.name == "engine.jobs.answer" and "failed" in r.message]
     assert len(failed) == 1 and failed[0].exc_info is None and failed[0].levelno == logging.WARNING
     assert "cannot reach the model server" in failed[0].getMessage()
     assert "Traceback" not in caplog.text and "s3cret" not in caplog.text

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bots.client import ConciergeClient
-from engine.paragraphs import ParagraphLimit
+from engine.generation.paragraphs import ParagraphLimit
 from tests.test_grounded import ask, replay, site_client  # noqa: F401  # the fixture
 
 # The default model's own answer to "How long does a session last?" (eval/followups.jsonl),

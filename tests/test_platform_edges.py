@@ -27,17 +27,17 @@ import yaml
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.client import ConciergeClient
-from bots.discord_adapter import ConciergeBot
+from bots.discord.adapter import ConciergeBot
 from bots.renderer import MessageContent
-from bots.slack_app import run_slack
-from bots.slack_format import (
+from bots.slack.app import run_slack
+from bots.slack.format import (
     HEADING_CHARS,
     STOP_REACTION,
     asked_line,
     cannot_post_text,
 )
-from bots.slack_http import EVENTS_PATH, MAX_BODY_BYTES
-from bots.slack_sink import SlackMessage
+from bots.slack.http import EVENTS_PATH, MAX_BODY_BYTES
+from bots.slack.sink import SlackMessage
 from broker.amqp import Broker
 from config.settings import Settings
 from tests import slack_fixture
@@ -131,7 +131,7 @@ async def test_run_slack_in_http_mode_listens_on_the_configured_host_and_port(
     stop = asyncio.Event()
     web = AsyncWebClient(token="xoxb-test", base_url=fake.api_url)
     heard = Heard(f"listening for events on 127.0.0.1:{port}")
-    logging.getLogger("bots.slack_http").addHandler(heard)
+    logging.getLogger("bots.slack.http").addHandler(heard)
     with log_output("INFO"):
         running = asyncio.create_task(run_slack(http, stop, web=web))
         slack = SlackDelivery(f"http://127.0.0.1:{port}{EVENTS_PATH}", SIGNING_SECRET, fake)
@@ -141,7 +141,7 @@ async def test_run_slack_in_http_mode_listens_on_the_configured_host_and_port(
             refused = await post_raw(slack.url, body, JSON)
             status, answer = await slack.post(body.decode(), "application/json")
         finally:
-            logging.getLogger("bots.slack_http").removeHandler(heard)
+            logging.getLogger("bots.slack.http").removeHandler(heard)
             await slack.close()
             stop.set()
             await asyncio.wait_for(running, 30)
@@ -215,14 +215,14 @@ async def test_a_stop_reaction_slack_never_confirms_taking_back_costs_one_log_li
 ) -> None:
     fake.dropped = {"reactions.remove"}  # carried out, the connection cut before the answer
     heard = Heard("no answer about the stop button")
-    logging.getLogger("bots.slack_sink").addHandler(heard)
+    logging.getLogger("bots.slack.sink").addHandler(heard)
     try:
         with log_output("INFO") as output:
             async with slack_bot(settings, client, fake) as bot:
                 await bot.slack.event(mention("Say hello.", "310.1"))
                 await asyncio.wait_for(heard.event.wait(), 60)
     finally:
-        logging.getLogger("bots.slack_sink").removeHandler(heard)
+        logging.getLogger("bots.slack.sink").removeHandler(heard)
     log = output.getvalue()
 
     answer = fake.thread(CHANNEL, "310.1")[0]

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from cli.eval_scoring import Case, load_cases
-from engine.knowledge import KnowledgeBase, Passage
-from engine.knowledge.builder import build_kb
-from engine.knowledge.evidence import MAX_QUOTE_CHARS, find_evidence
-from engine.knowledge.extract import extract_article
-from engine.knowledge.models import Article
+from engine.answering.coverage import COVERED_SHARE, coverage, relevant_passages
+from engine.answering.evidence import MAX_QUOTE_CHARS, find_evidence
+from engine.generation.repetition import RepetitionDetector
+from engine.knowledge.models import Article, Passage
 from engine.knowledge.query import parse_query, question_needs
-from engine.knowledge.relevance import COVERED_SHARE, coverage, relevant_passages
-from engine.repetition import RepetitionDetector
+from engine.knowledge.scrape.builder import build_kb
+from engine.knowledge.scrape.extract import extract_article
+from engine.knowledge.store import KnowledgeBase
 
 ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "eval" / "site"

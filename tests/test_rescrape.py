@@ -22,18 +22,14 @@ import pytest
 
 from config.origins import parse_allowed_origin
 from config.settings import ConfigError, Settings, load_settings
-from engine.knowledge import (
-    PageFailure,
-    RescrapeFailed,
-    ScrapeProgress,
-    ScrapeResult,
-    remove_stale_builds,
-    rescrape,
-)
-from engine.knowledge.discover import UrlList
-from engine.knowledge.hosts import DOWNGRADE, NOT_ALLOWED, HostPolicy, allowed_hosts
-from engine.knowledge.progress import ProgressReporter
-from engine.knowledge.sitemap import SitemapReader
+from engine.knowledge.models import PageFailure, ScrapeProgress, ScrapeResult
+from engine.knowledge.scrape.buildfile import remove_stale_builds
+from engine.knowledge.scrape.discover import UrlList
+from engine.knowledge.scrape.errors import RescrapeFailed
+from engine.knowledge.scrape.hosts import DOWNGRADE, NOT_ALLOWED, HostPolicy, allowed_hosts
+from engine.knowledge.scrape.progress import ProgressReporter
+from engine.knowledge.scrape.rescrape import rescrape
+from engine.knowledge.scrape.sitemap import SitemapReader
 from tests.site_fixture import FakeSite, ForeignSite
 from tests.site_fixture import start as start_site
 
@@ -417,7 +413,7 @@ async def test_the_build_file_of_a_killed_process_is_removed_once_it_is_gone(
     kb_path = tmp_path / "kb.sqlite3"
     builder = await asyncio.create_subprocess_exec(
         sys.executable, "-c",
-        "import sys, pathlib; from engine.knowledge.buildfile import build_file\n"
+        "import sys, pathlib; from engine.knowledge.scrape.buildfile import build_file\n"
         "with build_file(pathlib.Path(sys.argv[1])) as path:\n"
         "    print(path, flush=True); sys.stdin.read()",
         str(kb_path), cwd=ROOT,

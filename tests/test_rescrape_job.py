@@ -32,11 +32,11 @@ from broker.protocol import (
 )
 from config.settings import Settings
 from config.texts import Locale
-from engine.knowledge import PageFailure, ScrapeResult
-from engine.llm import Backend
+from engine.backends.base import Backend
+from engine.jobs.rescrape import rescrape_done
+from engine.knowledge.models import PageFailure, ScrapeResult
 from engine.metrics import MetricsServer
 from engine.replies import EventHeader
-from engine.rescrape_job import rescrape_done
 from tests.conftest import RunningEngine, start_engine
 from tests.helpers import collect
 from tests.site_fixture import FakeSite

@@ -19,8 +19,8 @@ from bots.session import Session, SessionItem, StopRequested
 from broker.amqp import Broker
 from broker.protocol import TERMINAL_TYPES, Cancelled, Done, Request
 from config.settings import Settings
-from engine.llm import Backend, load_backend
-from engine.main import model_options
+from engine.backends.base import Backend
+from engine.backends.configured import load_backend, model_options
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.helpers import collect, wait_for_tokens
 

@@ -22,12 +22,12 @@ import yarl
 
 from bots.ask import Ask
 from bots.client import ConciergeClient
-from bots.discord_adapter import ConciergeBot
+from bots.discord.adapter import ConciergeBot
 from broker.amqp import Broker
 from broker.protocol import Cancelled
 from config.logging import NOISY_LOGGERS, REDACTED, redact, setup_logging
 from config.settings import Settings
-from engine.llm import Backend
+from engine.backends.base import Backend
 from tests.conftest import LONG_QUESTION, start_engine
 from tests.fake_discord import (
     guild_payload,

@@ -25,8 +25,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bots.ask import Ask
 from bots.client import ConciergeClient
 from bots.renderer import Status, footer_for, split_text
-from bots.slack_app import run_slack
-from bots.slack_format import BODY_CHARS, FOOTER_SEPARATOR, STOP_REACTION, slack_text, unescape
+from bots.slack.app import run_slack
+from bots.slack.format import BODY_CHARS, FOOTER_SEPARATOR, STOP_REACTION, slack_text, unescape
 from broker.amqp import Broker, Envelope
 from broker.protocol import (
     TERMINAL_TYPES,
@@ -39,7 +39,7 @@ from broker.protocol import (
     decode_event,
 )
 from config.settings import ConfigError, Settings
-from engine.llm import Backend
+from engine.backends.base import Backend
 from tests import slack_fixture
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.fake_slack import BOT_ID, BOT_USER_ID, FakeSlack, Message

@@ -22,18 +22,18 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bots.ask import Ask
 from bots.client import ConciergeClient
 from bots.renderer import MessageContent, Status, split_text
-from bots.slack_format import FOOTER_SEPARATOR, asked_line, message_text, section_blocks
-from bots.slack_markdown import JOINER, plain_markdown, stream_markdown
-from bots.slack_people import SlackPeople
-from bots.slack_sink import Native, SlackSink
-from bots.slack_status import ThreadStatus
-from bots.slack_stream import Feature
-from bots.slack_votes import VOTE_ACTION, read_vote
+from bots.slack.format import FOOTER_SEPARATOR, asked_line, message_text, section_blocks
+from bots.slack.markdown import JOINER, plain_markdown, stream_markdown
+from bots.slack.people import SlackPeople
+from bots.slack.sink import Native, SlackSink
+from bots.slack.status import ThreadStatus
+from bots.slack.stream import Feature
+from bots.slack.votes import VOTE_ACTION, read_vote
 from broker.amqp import Broker, Envelope
 from broker.protocol import Feedback
 from config.settings import Settings
 from config.texts import t
-from engine.llm import Backend
+from engine.backends.base import Backend
 from tests import slack_fixture
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.fake_slack import TEAM_ID, FakeSlack, Message
@@ -194,7 +194,7 @@ async def test_a_thread_status_slack_refuses_is_logged_once_and_the_answers_go_o
 ) -> None:
     fake.errors["assistant.threads.setStatus"] = "missing_scope"
     fake.errors["agents.sessions.setStatus"] = "not_allowed"  # an app that is no agent
-    with caplog.at_level(logging.INFO, logger="bots.slack_stream"):
+    with caplog.at_level(logging.INFO, logger="bots.slack.stream"):
         await bot.slack.event(mention("Say hello.", "150.1"))
         first = await wait_until_shown(fake, "150.1")
         await bot.slack.event(mention("Say hello.", "150.2"))
@@ -502,11 +502,11 @@ async def test_an_admin_check_slack_never_answers_says_no_once_the_client_gives_
 ) -> None:
     fake.unanswered = {"users.info"}
     quick = AsyncWebClient(token="xoxb-test", base_url=fake.api_url, timeout=1)
-    with caplog.at_level(logging.INFO, logger="bots.slack_people"):
+    with caplog.at_level(logging.INFO, logger="bots.slack.people"):
         assert await SlackPeople(quick, default="en").is_admin(STRANGER) is False
 
     assert fake.calls_of("users.info")
-    said = [r for r in caplog.records if r.name == "bots.slack_people"]
+    said = [r for r in caplog.records if r.name == "bots.slack.people"]
     assert [(r.levelno, "not an admin" in r.getMessage()) for r in said] == [
         (logging.WARNING, True)
     ]

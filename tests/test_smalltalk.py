@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from config.texts import t
-from engine.grounding import ground
-from engine.smalltalk import small_talk, without_small_talk
+from engine.answering.grounding import ground
+from engine.answering.smalltalk import small_talk, without_small_talk
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,8 @@ from cli.status import (
     status_command,
 )
 from config.settings import Settings
-from engine.knowledge import KbStats, rescrape
+from engine.knowledge.models import KbStats
+from engine.knowledge.scrape.rescrape import rescrape
 from engine.metrics import MetricsServer
 from tests.conftest import LONG_QUESTION, RunningEngine
 from tests.helpers import collect, wait_for_tokens

@@ -25,12 +25,12 @@ from rich.console import Console
 from bots.ask import Ask
 from bots.client import ConciergeClient
 from bots.history import CUT_OFF_MARK, STOPPED_MARK
-from bots.terminal_text import MarkdownText, PlainText, finished_length
+from bots.terminal.text import MarkdownText, PlainText, finished_length
 from broker.amqp import Broker
 from broker.protocol import HistoryTurn
 from config.settings import Settings
-from engine.knowledge import NO_ARTICLES_MESSAGE
-from engine.llm import Backend
+from engine.backends.base import Backend
+from engine.knowledge.store import NO_ARTICLES_MESSAGE
 from tests.conftest import LONG_QUESTION, RunningEngine, start_engine
 from tests.helpers import WireTap, wait_for_tokens
 from tests.test_cli import ROOT, cli_env, concierge

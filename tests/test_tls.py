@@ -23,7 +23,7 @@ from bots.client import ConciergeClient
 from broker.amqp import Broker, BrokerUnavailable
 from broker.protocol import Done
 from config.settings import Settings
-from engine.llm import Backend
+from engine.backends.base import Backend
 from tests.conftest import start_engine
 from tests.helpers import collect
 

@@ -1,5 +1,6 @@
 """Yes/no questions, which the default model answers "No" whatever the article says, get the
-article's sentence quoted alone (``engine/yes_no.py``), unless the settings say the model can
+article's sentence quoted alone (``engine/answering/yes_no.py``), unless the settings say the model
+can
 answer them. Through the engine: tests/test_grounded.py."""
 
 from __future__ import annotations
@@ -10,9 +11,9 @@ import pytest
 
 from broker.protocol import make_request
 from config.settings import Settings
-from engine.knowledge.builder import build_kb
-from engine.prompt import SitePrompts
-from engine.yes_no import is_yes_no_question
+from engine.answering.prompt import SitePrompts
+from engine.answering.yes_no import is_yes_no_question
+from engine.knowledge.scrape.builder import build_kb
 from tests.test_grounded import BASE, site_articles
 
 

@@ -214,9 +214,10 @@ def with_options(args: argparse.Namespace, settings: Settings) -> Settings:
 
 async def load_bench_backend(settings: Settings, *, cold: bool, filler_tokens: int) -> BenchBackend:
     from cli.benchmarks.rig import BenchBackend
-    from engine.llm import LlamaBackend
-    from engine.main import backend_options, model_options
-    from engine.openai_backend import OpenAIBackend, OpenAIOptions
+    from engine.backends.configured import backend_options, model_options
+    from engine.backends.llama import LlamaBackend
+    from engine.backends.openai.backend import OpenAIBackend
+    from engine.backends.openai.options import OpenAIOptions
 
     inner: LlamaBackend | OpenAIBackend
     options = backend_options(settings)

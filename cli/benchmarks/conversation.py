@@ -39,10 +39,10 @@ from cli.benchmarks.rig import (
 )
 from cli.benchmarks.town import ANSWERS, ARTICLES, CONVERSATION, OTHER_QUESTIONS
 from config.settings import ConfigError, Settings
-from engine.knowledge.builder import build_kb
-from engine.llm import LlamaBackend
-from engine.prompt import SitePrompts
-from engine.state_cache import StateCache, entry_bytes
+from engine.answering.prompt import SitePrompts
+from engine.backends.llama import LlamaBackend
+from engine.backends.state_cache import StateCache, entry_bytes
+from engine.knowledge.scrape.builder import build_kb
 
 CACHED = "cached"
 UNCACHED = "uncached"

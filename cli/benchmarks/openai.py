@@ -26,10 +26,10 @@ import httpx
 
 from cli.benchmarks.rig import Progress, Rig, summarize
 from config.settings import Settings
-from engine.answer import generation_limits
-from engine.llm import ChatMessage, GenerationLimits, GenerationStopped
-from engine.openai_backend import OpenAIBackend
-from engine.prompt import chat_messages
+from engine.answering.prompt import chat_messages
+from engine.backends.base import ChatMessage, GenerationLimits, GenerationStopped
+from engine.backends.openai.backend import OpenAIBackend
+from engine.jobs.answer import generation_limits
 
 PROBE_QUESTION = "Say yes."
 BASELINES = 2  # answers run to their end, each followed by the probe

@@ -26,10 +26,11 @@ from bots.session import Detached, ReplyTimeout, Session, StopRequested
 from broker.amqp import Broker
 from broker.protocol import TERMINAL_TYPES, ReplyEvent, Started, TokenEvent
 from config.settings import Settings
-from engine.llm import ChatMessage, GenerationLimits, LlamaBackend, Pieces, ShouldStop
+from engine.backends.base import ChatMessage, GenerationLimits, Pieces, ShouldStop
+from engine.backends.llama import LlamaBackend
+from engine.backends.openai.backend import OpenAIBackend
+from engine.backends.openai.server import public_url
 from engine.main import run_engine
-from engine.openai_backend import OpenAIBackend
-from engine.openai_server import public_url
 from engine.worker import Worker
 
 SCHEMA_VERSION = 1
@@ -99,6 +100,9 @@ class BenchBackend:
 
     def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
         return self.inner.count_tokens(messages)
+
+    async def health(self) -> dict[str, Any]:
+        return await self.inner.health()
 
     def stream(
         self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits

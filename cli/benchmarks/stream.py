@@ -26,9 +26,9 @@ from cli.benchmarks.rig import (
     summarize,
 )
 from config.settings import Settings
-from engine.llm import GenerationLimits
-from engine.openai_backend import OpenAIBackend
-from engine.prompt import chat_messages
+from engine.answering.prompt import chat_messages
+from engine.backends.base import GenerationLimits
+from engine.backends.openai.backend import OpenAIBackend
 
 IN_PROCESS = "in_process"
 PIPELINE = "pipeline"

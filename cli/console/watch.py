@@ -20,7 +20,7 @@ from cli.console.state import ConsoleState
 from cli.status import HEALTH_TIMEOUT_S, Health, health_url
 from config.settings import Settings
 from engine.health import iso_utc
-from engine.knowledge import KnowledgeBase
+from engine.knowledge.store import KnowledgeBase
 
 log = logging.getLogger(__name__)
 

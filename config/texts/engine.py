@@ -27,7 +27,8 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
             "（管理者が rescrape を実行すると、サイトを読み込みます）。"
         ),
     },
-    # small talk ("hi", "thanks!", engine/smalltalk.py): the whole answer, no model, no source
+    # small talk ("hi", "thanks!", engine/answering/smalltalk.py): the whole answer, no model, no
+    # source
     "engine.answer.greeting": {
         "en": "Hello! Ask me anything about the site's articles.",
         "ja": "こんにちは！サイトの記事について、なんでも聞いてください。",

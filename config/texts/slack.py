@@ -3,7 +3,7 @@
 
 Slack shows them as its ``mrkdwn``: ``*x*`` is bold and ``` `x` ``` is code. The first line of
 an ``/ask`` answer (``slack.asked``) is read back from the thread as the question it names
-(``bots.slack_history``), so its ``{name}`` stays between ``*`` and its ``{question}`` last.
+(``bots.slack.history``), so its ``{name}`` stays between ``*`` and its ``{question}`` last.
 """
 
 from __future__ import annotations

@@ -12,13 +12,12 @@ from datetime import datetime
 from pathlib import Path
 
 from config.texts import t
-
-from .models import KbStats, Passage
-from .query import Query, parse_query
-from .schema import BODY_WEIGHT, TITLE_WEIGHT, has_current_schema, open_readonly
+from engine.knowledge.models import KbStats, Passage
+from engine.knowledge.query import Query, parse_query
+from engine.knowledge.schema import BODY_WEIGHT, TITLE_WEIGHT, has_current_schema, open_readonly
 
 # After a general answer given before the first rescrape: it says the answer is not the site's
-# (in English; engine/wording.py picks the question's language).
+# (in English; engine/answering/wording.py picks the question's language).
 NO_ARTICLES_MESSAGE = t("engine.answer.no_articles", "en")
 
 MATCH_SQL = f"""

@@ -1,0 +1,168 @@
+"""The sentences that back an answer: quoted with the link, so a reader can check the claim.
+
+A small model may garble the fact it was given (or write Japanese poorly); the passage's own
+sentence does not. The best sentence is the one that meets most of the question's needs (read
+as the search reads them, Japanese included), a need the article's title holds counting a
+quarter (it names what every sentence is about); on a tie, the one that also meets its
+optional needs (its particles and framing words). When the question asks for a number ("how
+much", "いくら"), only sentences holding one are considered, if there are any. The sentence
+next to the best one in its paragraph is added when it meets needs the first does not, or is
+about the same thing (its context, not a fact from elsewhere), and the quote stays short.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from engine.knowledge.models import Passage
+from engine.knowledge.query import Need, met, question_needs
+
+TITLE_SHARE = 0.25  # a need the title holds tells the article's sentences apart less
+MAX_QUOTE_CHARS = 280  # two short sentences: more is reading the article, not checking a claim
+ELLIPSIS = "…"
+SENTENCE_RE = re.compile(r"[^\n.!?\u3002\uff01\uff1f]+(?:[.!?\u3002\uff01\uff1f]+|$)", re.M)
+ASKS_FOR_NUMBER_RE = re.compile(  # not "when": "the first Sunday of the month" is an answer
+    r"\bhow (?:much|many|long|late|early|old)\b|\bwhat time\b|いくら|何[時日分円歳回]", re.I
+)
+NUMBER_RE = re.compile(r"[0-9\uff10-\uff19\u3007一二三四五六七八九十百千万]")  # and kanji numerals
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A quote from one article: ``quote`` is at most ``MAX_QUOTE_CHARS`` long."""
+
+    title: str
+    url: str
+    quote: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Sentence:
+    rank: int  # its passage's place in the search results
+    index: int  # its place among the passage's sentences
+    paragraph: int  # its line in the passage
+    text: str
+    met: frozenset[int]  # indexes of the needs it meets
+    has_number: bool
+
+
+class _Scorer:
+    """Weights a sentence by the required needs it meets, each by its weight times its rarity
+    among the sentences (a word every sentence holds, like the article's subject, tells them
+    apart less than the one word only the answer holds), and by a quarter when the article's
+    title holds it: the title names what the whole article is about ("みなと温泉" in "みなと温泉は
+    何時まで営業していますか"), the rest of the question what the sentence must say ("営業")."""
+
+    def __init__(self, needs: Sequence[Need], sentences: Sequence[_Sentence], title: str) -> None:
+        self.needs = needs
+        total = len(sentences)
+        counts = [sum(1 for s in sentences if i in s.met) for i in range(len(needs))]
+        self.in_title = frozenset(i for i, need in enumerate(needs) if met(need, title.lower()))
+        self.value = [
+            need.weight * math.log(1 + total / count) * (TITLE_SHARE if i in self.in_title else 1)
+            if count
+            else 0.0
+            for i, (need, count) in enumerate(zip(needs, counts, strict=True))
+        ]
+
+    def required(self, met: frozenset[int]) -> float:
+        return sum(self.value[i] for i in met if not self.needs[i].optional)
+
+    def optional(self, met: frozenset[int]) -> float:
+        return sum(self.value[i] for i in met if self.needs[i].optional)
+
+    def specific(self, met: frozenset[int]) -> frozenset[int]:
+        """The required needs met that the title does not hold: what the sentence is about."""
+        return frozenset(i for i in met - self.in_title if not self.needs[i].optional)
+
+
+def find_evidence(
+    question: str, passages: Sequence[Passage], max_chars: int = MAX_QUOTE_CHARS
+) -> Evidence | None:
+    """The one or two sentences of one passage that best match ``question``; None when no
+    sentence meets any of its required needs."""
+    needs = question_needs(question)
+    sentences = [s for rank, p in enumerate(passages) for s in _sentences(rank, p, needs)]
+    score = _Scorer(needs, sentences, " ".join(dict.fromkeys(p.title for p in passages)))
+    candidates = [s for s in sentences if score.required(s.met) > 0]
+    if not candidates:
+        return None
+    numbered = [s for s in candidates if s.has_number]
+    if numbered and ASKS_FOR_NUMBER_RE.search(question):
+        candidates = numbered  # "how much", "いくら": the answer is a number
+    first = max(
+        candidates,
+        key=lambda s: (score.required(s.met), score.optional(s.met), -s.rank, -len(s.text)),
+    )
+    chosen = [first, *_neighbour(first, candidates, score, max_chars)]
+    chosen.sort(key=lambda s: s.index)
+    passage = passages[first.rank]
+    return Evidence(passage.title, passage.url, _shorten(_join(chosen), max_chars))
+
+
+def opening(passage: Passage, max_chars: int = MAX_QUOTE_CHARS) -> Evidence:
+    """The passage's first paragraph, shortened: the quote of an article that covers the
+    question by its title, with no sentence of its own meeting a need."""
+    first = next((line.strip() for line in passage.text.splitlines() if line.strip()), "")
+    return Evidence(passage.title, passage.url, _shorten(first, max_chars))
+
+
+def _sentences(rank: int, passage: Passage, needs: Sequence[Need]) -> list[_Sentence]:
+    """The passage's sentences, without its title (repeated as a heading)."""
+    found: list[_Sentence] = []
+    for index, match in enumerate(SENTENCE_RE.finditer(passage.text)):
+        text = match.group().strip()
+        if not text or text == passage.title.strip():
+            continue
+        lowered = text.lower()
+        hits = frozenset(i for i, need in enumerate(needs) if met(need, lowered))
+        paragraph = passage.text.count("\n", 0, match.start())
+        has_number = NUMBER_RE.search(text) is not None
+        found.append(_Sentence(rank, index, paragraph, text, hits, has_number))
+    return found
+
+
+def _neighbour(
+    first: _Sentence, candidates: Sequence[_Sentence], score: _Scorer, max_chars: int
+) -> list[_Sentence]:
+    """The sentence before or after the first, in its paragraph, if both fit: one meeting
+    required needs the first does not, or else one about the same thing (every need the first
+    meets beyond the title's: "The museum is closed on Mondays." before "When a Monday is a
+    public holiday, the museum opens that day")."""
+    room = max_chars - len(first.text) - 1
+    about = score.specific(first.met)
+
+    def gain(sentence: _Sentence) -> tuple[float, bool]:
+        return score.required(sentence.met - first.met), bool(about) and about <= sentence.met
+
+    neighbours = [
+        s
+        for s in candidates
+        if (s.rank, s.paragraph) == (first.rank, first.paragraph)
+        and abs(s.index - first.index) == 1
+        and len(s.text) <= room
+    ]
+    best = max(neighbours, key=gain, default=None)
+    return [best] if best is not None and any(gain(best)) else []
+
+
+def _join(sentences: Sequence[_Sentence]) -> str:
+    """Sentences as one quote: Japanese ones need no space between them."""
+    quote = ""
+    for sentence in sentences:
+        spaced = quote and quote[-1].isascii() and sentence.text[0].isascii()
+        quote += (" " if spaced else "") + sentence.text
+    return quote
+
+
+def _shorten(text: str, max_chars: int) -> str:
+    """At most ``max_chars``, cut at a space when there is one in the second half."""
+    if len(text) <= max_chars:
+        return text
+    keep = text[: max_chars - len(ELLIPSIS)]
+    if " " in keep[len(keep) // 2 :]:
+        keep = keep[: keep.rindex(" ")]
+    return keep.rstrip() + ELLIPSIS

@@ -1,0 +1,99 @@
+"""A conversation's history: what the model reads of it, and what the search reads of it.
+
+The bot sends the turns before the question, oldest first (``Request.history``). The model
+gets the newest turns that fit its context next to the articles, the question and the
+answer's room, counted in its own tokens; the knowledge-base search gets the question with
+the asker's last turns, so "and how much is the ticket?" still finds the ferry.
+
+When the turns do not all fit, the oldest go **in blocks**, not one exchange at a time. A
+follow-up is fast because its prompt begins as the last turn's did, so llama.cpp reads only
+what is new (engine/backends/state_cache.py). A window that slides by one exchange per turn changes
+the
+prompt's beginning at every turn, so every follow-up is read again from the system prompt, as
+without the cache (about twice the time to the first token at turn 8, docs/benchmarks.md). So
+the first turn kept sits on a grid, a multiple of a block (``block_start``, in
+broker/history_window.py since the bots cut on the same grid): as the
+conversation grows by one exchange per turn, the start stays where it was until the window is
+full again, then moves one block on. A block is about half of what fits (a power of two, so
+the grid stays put when what fits changes by a turn or two): the turns kept are always more
+than half of what would fit, and the turns after a move begin alike. Measured on the
+benchmark's town conversation (``concierge bench conversation``'s, asked twice over, 16 turns)
+with a 768-token context: of the 10 turns that could not keep every turn, none began like the
+turn before with one exchange dropped at a time, 5 with blocks; the tokens read in all (what
+the saved states do not hold) went from 8,157 to 6,162.
+
+The grid is counted from the history's oldest turn, so it holds while the bot sends the
+conversation from its beginning, or cut on the same grid: a bot that kept its own last N
+messages would slide the history again, so bots/history.py keeps the conversation's turns from
+``block_start`` of all of them and its N (a block of a smaller window divides a larger one's,
+so the engine's cut of what the bot sent is on the whole conversation's grid too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from broker.history_window import block_start
+from broker.protocol import HistoryTurn
+from engine.backends.base import ChatMessage
+
+SEARCH_USER_TURNS = 2  # a follow-up leans on the question or two before it; older ones drift
+
+TokenCounter = Callable[[Sequence[ChatMessage]], int]  # a prompt's length in the model's tokens
+
+
+@dataclass(frozen=True)
+class FittedHistory:
+    """The turns given to the model (the newest, oldest first) and how many were left out."""
+
+    turns: tuple[ChatMessage, ...] = ()
+    dropped: int = 0
+
+    @property
+    def used(self) -> int:
+        return len(self.turns)
+
+
+NO_HISTORY = FittedHistory()
+
+
+def as_messages(history: Sequence[HistoryTurn]) -> list[ChatMessage]:
+    return [ChatMessage(turn.role, turn.text) for turn in history]
+
+
+def fit_history(
+    turns: Sequence[ChatMessage], fits: Callable[[Sequence[ChatMessage]], bool]
+) -> FittedHistory:
+    """The most turns, newest first, for which ``fits(kept)`` still holds; the oldest go.
+
+    ``fits`` counts the whole prompt built with ``kept``: a chat template frames each message
+    with tokens of its own, so only the rendered prompt's length is exact. More turns never
+    make a prompt shorter, so a binary search finds the answer in a handful of counts (the
+    protocol allows 50 turns; one count per turn would tokenize the prompt 50 times).
+    """
+    low, high = 0, len(turns)  # fits(the newest ``low``) holds; more than ``high`` do not
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(turns[len(turns) - middle :]):
+            low = middle
+        else:
+            high = middle - 1
+    return FittedHistory(tuple(turns[len(turns) - low :]), dropped=len(turns) - low)
+
+
+def fit_history_in_blocks(
+    turns: Sequence[ChatMessage], fits: Callable[[Sequence[ChatMessage]], bool]
+) -> FittedHistory:
+    """The newest turns for which ``fits`` holds, the oldest dropped in blocks (see the
+    module's docstring): every turn when all fit, else from ``block_start`` on."""
+    window = fit_history(turns, fits).used
+    start = block_start(len(turns), window)
+    return FittedHistory(tuple(turns[start:]), dropped=start)
+
+
+def search_text(question: str, history: Sequence[ChatMessage]) -> str:
+    """The question, then the asker's last turns (newest first): the search keeps the first
+    terms it reads, so the question's own are never crowded out by earlier ones."""
+    asked = [turn.content for turn in history if turn.role == "user"]
+    return "\n".join([question, *reversed(asked[-SEARCH_USER_TURNS:])])

@@ -1,0 +1,57 @@
+"""What the engine itself writes in an answer, in the question's language.
+
+The texts are the catalogue's (``config/texts/engine.py``, keys ``engine.answer.*``); this
+module chooses the language. An answer's own sentences ("not on the site", the quote, why it
+was cut, the reply to small talk) follow the question, not the asker's locale: a Japanese
+question gets a Japanese answer, whoever asks it. English and Japanese are told apart by the
+question's script; any other language reads the English.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from config.texts import LOCALES, Locale, t
+from engine.answering.smalltalk import SmallTalk
+
+Language = Locale
+# Kana, or kanji: a question holding either is read as Japanese (Chinese reads Japanese too).
+JAPANESE_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
+
+
+@dataclass(frozen=True)
+class Wording:
+    """One language's texts; ``evidence`` and ``cut_length`` keep their ``{fields}``."""
+
+    not_on_site: str  # the whole answer to a question the site does not cover
+    no_articles: str  # after a general answer, before the first rescrape
+    evidence: str  # before the quote of the article ({quote})
+    cut_repetition: str  # after an answer stopped for repeating itself
+    cut_length: str  # after one stopped at CONCIERGE_MAX_TOKENS ({max_tokens})
+    greeting: str  # the whole answer to small talk (engine/answering/smalltalk.py): "hi"
+    thanks: str  # "thanks!"
+    goodbye: str  # "bye"
+
+    def small_talk(self, said: SmallTalk) -> str:
+        return {"greeting": self.greeting, "thanks": self.thanks, "goodbye": self.goodbye}[said]
+
+
+def wording(language: Language) -> Wording:
+    return Wording(
+        not_on_site=t("engine.answer.not_on_site", language),
+        no_articles=t("engine.answer.no_articles", language),
+        evidence=t("engine.answer.evidence", language),
+        cut_repetition=t("engine.answer.cut_repetition", language),
+        cut_length=t("engine.answer.cut_length", language),
+        greeting=t("engine.answer.greeting", language),
+        thanks=t("engine.answer.thanks", language),
+        goodbye=t("engine.answer.goodbye", language),
+    )
+
+
+WORDING: dict[Language, Wording] = {language: wording(language) for language in LOCALES}
+
+
+def language_of(question: str) -> Language:
+    return "ja" if JAPANESE_RE.search(question) else "en"

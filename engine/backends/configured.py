@@ -1,0 +1,51 @@
+"""Opening the backend the settings name (``CONCIERGE_BACKEND``): the one place that knows both."""
+
+from __future__ import annotations
+
+import logging
+
+from config.settings import Settings
+from engine.backends.base import Backend
+from engine.backends.llama import ModelOptions
+from engine.backends.openai.options import OpenAIOptions
+
+log = logging.getLogger(__name__)
+
+
+def model_options(settings: Settings) -> ModelOptions:
+    return ModelOptions(
+        path=settings.resolved_model_path(),
+        context_size=settings.context_size,
+        threads=settings.threads,
+        seed=settings.seed,
+        state_cache_bytes=settings.state_cache_mb * 1024 * 1024,
+    )
+
+
+def backend_options(settings: Settings) -> ModelOptions | OpenAIOptions:
+    """The model in this process, or the model server (``CONCIERGE_BACKEND``)."""
+    if settings.backend == "llama":
+        return model_options(settings)
+    return OpenAIOptions(
+        base_url=settings.openai_base_url,
+        model=settings.openai_model,
+        api_key=settings.openai_api_key,
+        seed=settings.seed,
+    )
+
+
+def load_backend(options: ModelOptions | OpenAIOptions) -> Backend:
+    """Load the model, or connect to the model server (which must answer)."""
+    if isinstance(options, OpenAIOptions):
+        from engine.backends.openai.backend import OpenAIBackend
+
+        return OpenAIBackend.connect(options)
+    from engine.backends.llama import LlamaBackend  # loading llama.cpp is slow: only when used
+
+    log.info("loading model %s", options.path.name)
+    return LlamaBackend(options)
+
+
+def open_backend(settings: Settings) -> Backend:
+    """The configured backend, ready to stream."""
+    return load_backend(backend_options(settings))

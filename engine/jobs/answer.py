@@ -1,0 +1,173 @@
+"""The answer job: the prompt, the token loop in a thread, tokens relayed as they come, then the
+sources and the terminal event. The worker runs one at a time: the model serves one answer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from broker.protocol import Request
+from config.settings import Settings
+from config.texts import Locale
+from engine.answering.grounding import closing
+from engine.answering.prompt import SitePrompts
+from engine.backends.base import Backend, BackendFailed, ChatMessage, GenerationLimits
+from engine.cancelled import CancelledSessions
+from engine.generation.ending import ending_event
+from engine.generation.loop import Generation, run_token_loop
+from engine.replies import Replies, TokenRelay
+
+log = logging.getLogger(__name__)
+
+ASKER_CHECK_INTERVAL_S = 2.0
+
+AskerPresent = Callable[[str], Awaitable[bool]]  # does the reply queue of this bot id exist?
+
+
+class AnswerJob:
+    """Answers a question with the model, from the site's articles."""
+
+    acks_at_start = False  # acknowledged once answered; handed back if a shutdown cut it short
+
+    def __init__(
+        self,
+        settings: Settings,
+        backend: Backend,
+        cancelled: CancelledSessions,
+        asker_present: AskerPresent,
+    ) -> None:
+        self.settings = settings
+        self.backend = backend
+        self.cancelled = cancelled
+        self.asker_present = asker_present
+        self.prompts = SitePrompts(settings, backend.count_tokens)
+        self.limits = generation_limits(settings)
+        self._current: Generation | None = None
+
+    def refusal(self, locale: Locale) -> str | None:
+        return None  # the model takes any question the worker lets through
+
+    def abandon(self) -> None:
+        """The engine is stopping and will not wait: the running answer stops at its next token."""
+        if self._current is not None:
+            self._current.abandoned = True
+
+    async def run(self, request: Request, replies: Replies) -> bool:
+        """Answer to a terminal event; False if a shutdown cut it short."""
+        limit_s = self.settings.answer_time_limit_s
+        generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
+        prompt = await asyncio.to_thread(self.prompts.build, request)  # search, token counts
+        relay = TokenRelay(replies, self.settings.token_batch_s)
+        try:
+            if prompt.grounding.asks_model:
+                await self._generate(prompt.messages, generation, relay, request.reply_to)
+            else:  # the site does not cover it, or the model does not write its language
+                generation.finished_at = time.monotonic()
+        except Exception as error:
+            await relay.close()
+            await replies.failed(_failure_reason(error, replies), text=generation.text)
+            return True
+        await relay.close()
+        if generation.finished_naturally:  # why it was cut, if it was; the quote and source
+            generation.appendix = closing(
+                prompt.grounding,
+                generation.finish_reason,
+                self.limits.max_tokens,
+                after_text=bool(generation.answer),
+            )
+            if generation.appendix:
+                await replies.tokens(generation.appendix, count=0)
+        cancel_received_at = self.cancelled.received_at(generation.session_id)
+        await replies.send(
+            ending_event(
+                generation,
+                replies.header(),
+                cancel_received_at=cancel_received_at,
+                time_limit_s=limit_s,
+                history=prompt.history,
+                grounding=prompt.grounding,
+                locale=replies.locale,
+            )
+        )
+        return not generation.abandoned
+
+    async def _generate(
+        self,
+        messages: list[ChatMessage],
+        generation: Generation,
+        relay: TokenRelay,
+        reply_to: str,
+    ) -> None:
+        """Run the token loop in a thread until it ends, watching that the asker is still there."""
+        self._current = generation
+        thread = asyncio.ensure_future(
+            asyncio.to_thread(
+                run_token_loop,
+                self.backend,
+                messages,
+                generation,
+                self.cancelled,
+                relay.emit,
+                self.limits,
+                self.settings.answer_paragraphs,
+            )
+        )
+        watchdog = asyncio.create_task(self._stop_if_asker_leaves(generation.session_id, reply_to))
+        try:
+            await _outlive_cancellation(thread, generation)
+        except asyncio.CancelledError:
+            relay.cancel()
+            raise
+        finally:
+            watchdog.cancel()
+            self._current = None
+
+    async def _stop_if_asker_leaves(self, session_id: str, reply_to: str) -> None:
+        """Check now and then that the asker's reply queue still exists; if it is gone for
+        good, stop generating for nobody."""
+        while True:
+            await asyncio.sleep(ASKER_CHECK_INTERVAL_S)
+            if not await self.asker_present(reply_to):
+                log.warning("the asker's reply queue is gone")
+                self.cancelled.add(session_id)
+                return
+
+
+def _failure_reason(error: Exception, replies: Replies) -> str:
+    """Log a failed generation and give its reason for the asker, one sentence.
+
+    A failure the backend expects (``BackendFailed``: the model server is down, busy, refused
+    the key) is the operator's known situation, not a bug: one line, and its own sentence for
+    the asker. Anything else is a bug: its traceback in the log, and for the asker a sentence
+    that names no exception and shows nothing of the engine's insides (paths, messages)."""
+    if isinstance(error, BackendFailed):
+        detail = f" ({error.detail})" if error.detail else ""
+        log.warning("generation failed: %s%s", error, detail)
+        return replies.text("engine.generation_failed", error=error)
+    log.exception("generation failed")
+    return replies.text("engine.generation_failed", error=replies.text("engine.error"))
+
+
+def generation_limits(settings: Settings) -> GenerationLimits:
+    """The decoding settings (CONCIERGE_MAX_TOKENS, _TEMPERATURE, _TOP_P, _MIN_P,
+    _REPEAT_PENALTY), as every backend takes them."""
+    return GenerationLimits(
+        max_tokens=settings.max_tokens,
+        temperature=settings.temperature,
+        top_p=settings.top_p,
+        min_p=settings.min_p,
+        repeat_penalty=settings.repeat_penalty,
+    )
+
+
+async def _outlive_cancellation(thread: asyncio.Future[Generation], generation: Generation) -> None:
+    """Wait for the generation thread; if this task is cancelled (its channel closed), stop the
+    thread and still wait for it, so the model never runs two generations at once."""
+    try:
+        await asyncio.shield(thread)
+    except asyncio.CancelledError:
+        generation.abandoned = True
+        await thread
+        raise

@@ -1,0 +1,87 @@
+"""Writing a complete new knowledge base file, next to the one in use.
+
+Unchanged articles are copied from the old file with their passages and validators, so a
+rescrape that downloads nothing new still produces a whole knowledge base.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable
+from contextlib import closing
+from datetime import datetime
+from pathlib import Path
+
+from engine.knowledge.models import Article, Validators
+from engine.knowledge.schema import has_current_schema, open_for_build, open_readonly
+from engine.knowledge.scrape.passages import split_passages
+
+
+def load_validators(path: Path) -> dict[str, Validators]:
+    """ETag and Last-Modified of every stored article. Empty before the first rescrape, and
+    for an old or damaged file: the rescrape then rebuilds everything and replaces it."""
+    if not path.exists():
+        return {}
+    try:
+        with closing(open_readonly(path)) as conn:
+            if not has_current_schema(conn):
+                return {}
+            rows = conn.execute("SELECT url, etag, last_modified FROM articles")
+            return {url: (etag, modified) for url, etag, modified in rows}
+    except sqlite3.DatabaseError:
+        return {}
+
+
+def build_kb(
+    target: Path, previous: Path, articles: list[Article], kept: list[str], now: datetime
+) -> tuple[int, int]:
+    """Fill the empty file ``target``; return its (article, passage) counts."""
+    with closing(open_for_build(target)) as conn:
+        if kept:
+            _copy_kept(conn, previous, kept)
+        with conn:
+            _insert_articles(conn, articles, now)
+            conn.execute("INSERT INTO meta VALUES ('rescraped_at', ?)", (now.isoformat(),))
+        counts = (
+            conn.execute("SELECT count(*) FROM articles").fetchone()[0],
+            conn.execute("SELECT count(*) FROM passages").fetchone()[0],
+        )
+    _fsync(target)  # on disk before the rename makes it the knowledge base
+    return counts
+
+
+def _copy_kept(conn: sqlite3.Connection, previous: Path, urls: Iterable[str]) -> None:
+    conn.execute("ATTACH DATABASE ? AS old", (f"{previous.resolve().as_uri()}?mode=ro",))
+    with conn:
+        conn.execute("CREATE TEMP TABLE kept (url TEXT PRIMARY KEY)")
+        conn.executemany("INSERT OR IGNORE INTO kept VALUES (?)", ((url,) for url in urls))
+        conn.execute("INSERT INTO articles SELECT * FROM old.articles WHERE url IN temp.kept")
+        conn.execute(
+            "INSERT INTO passages (title, body, url, seq) "
+            "SELECT title, body, url, seq FROM old.passages WHERE url IN temp.kept"
+        )
+    conn.execute("DETACH DATABASE old")
+
+
+def _insert_articles(conn: sqlite3.Connection, articles: list[Article], now: datetime) -> None:
+    for article in articles:
+        conn.execute(
+            "INSERT INTO articles VALUES (?, ?, ?, ?, ?)",
+            (article.url, article.title, article.etag, article.last_modified, now.isoformat()),
+        )
+        conn.executemany(
+            "INSERT INTO passages (title, body, url, seq) VALUES (?, ?, ?, ?)",
+            (
+                (article.title, text, article.url, seq)
+                for seq, text in enumerate(split_passages(article.text))
+            ),
+        )
+
+
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
