@@ -34,7 +34,8 @@ from cli.benchmarks.conversation import CACHED, UNCACHED, ConversationConfig, ru
 from cli.benchmarks.rig import BenchBackend
 from config.settings import Settings, load_settings
 from engine.answering.history import as_messages
-from engine.answering.prompt import SitePrompts, chat_messages
+from engine.answering.pipeline import AnswerPlanner
+from engine.answering.prompt import chat_messages
 from engine.backends.base import Backend, ChatMessage, GenerationLimits
 from engine.backends.configured import model_options
 from engine.backends.llama import LlamaBackend
@@ -109,7 +110,7 @@ async def test_a_history_within_the_context_is_given_to_the_model_whole(
     assert (done.history_used, done.history_dropped) == (4, 0)
     question = make_request(reply_to="b", user_id="u", question="What is the code word?", ttl_s=9)
     request = with_history(question, history)
-    messages = SitePrompts(settings, backend.count_tokens).build(request).messages
+    messages = AnswerPlanner(settings, backend.count_tokens).plan(request).messages
     assert messages[1:-1] == as_messages(history)  # in order, between system and question
     assert "PELICAN" in messages[1].content
 
@@ -139,7 +140,7 @@ async def test_a_history_larger_than_the_context_loses_its_oldest_turns_and_says
     request = with_history(
         make_request(reply_to="b", user_id="u", question="What did I say last?", ttl_s=9), history
     )
-    prompt = SitePrompts(settings, backend.count_tokens).build(request)
+    prompt = AnswerPlanner(settings, backend.count_tokens).plan(request)
     kept = as_messages(history)[done.history_dropped :]  # the newest, oldest first
     assert prompt.messages[1:-1] == kept
     room = settings.context_size - settings.max_tokens

@@ -21,8 +21,9 @@ from broker.protocol import Done, FinishReason, HistoryTurn, ReplyEvent, make_re
 from config.settings import Settings
 from config.texts import t
 from config.texts.engine import TEXTS as ENGINE_TEXTS
-from engine.answering.grounding import Grounding, closing
-from engine.answering.prompt import SitePrompts
+from engine.answering.closing import closing
+from engine.answering.pipeline import Plan
+from engine.answering.pipeline import AnswerPlanner
 from engine.answering.wording import WORDING
 from engine.backends.base import Backend, ChatMessage, GenerationLimits, Pieces, ShouldStop
 from engine.cancelled import CancelledSessions
@@ -160,10 +161,10 @@ def test_a_question_with_a_greeting_or_thanks_around_it_is_still_a_question(
     build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
     request = make_request(reply_to="b", user_id="u", question=question, ttl_s=9)
 
-    prompt = SitePrompts(settings, lambda messages: 0).build(request)
+    prompt = AnswerPlanner(settings, lambda messages: 0).plan(request)
 
-    assert prompt.grounding.sources == (f"{BASE}/{article}.html",)
-    assert prompt.grounding.evidence is not None and not prompt.grounding.small_talk
+    assert prompt.sources == (f"{BASE}/{article}.html",)
+    assert prompt.evidence is not None and prompt.step in ("model", "quote_only")
 
 
 async def test_a_japanese_question_after_a_greeting_gets_its_quote(
@@ -346,10 +347,10 @@ def test_an_answer_at_the_cap_is_length_even_from_a_backend_that_cannot_tell() -
 
 
 def test_a_cut_answer_says_why_before_its_evidence() -> None:
-    grounding = Grounding("en", note=WORDING["en"].not_on_site, asks_model=False)
+    plan = Plan("not_on_site", "en", note=WORDING["en"].not_on_site)
 
-    assert closing(grounding, "stop", 512, after_text=False) == WORDING["en"].not_on_site
-    cut = closing(Grounding("ja"), "repetition", 512, after_text=True)
+    assert closing(plan, "stop", 512, after_text=False) == WORDING["en"].not_on_site
+    cut = closing(Plan("model", "ja"), "repetition", 512, after_text=True)
     assert cut == "\n\n" + WORDING["ja"].cut_repetition
 
 
@@ -360,14 +361,14 @@ def test_done_says_how_the_answer_ended_and_what_it_stood_on() -> None:
     header = EventHeader(session_id="session-1", seq=3, context={})
 
     grounded = ending_event(
-        cut, header, cancel_received_at=None, time_limit_s=60, grounding=Grounding("en", (ferry,))
+        cut, header, cancel_received_at=None, time_limit_s=60, plan=Plan("model", "en", (ferry,))
     )
     honest = ending_event(
         Generation("s", time_limit_at=100.0, started_at=1.0, finished_at=1.0),
         header,
         cancel_received_at=None,
         time_limit_s=60,
-        grounding=Grounding("en", note=WORDING["en"].not_on_site, asks_model=False),
+        plan=Plan("not_on_site", "en", note=WORDING["en"].not_on_site),
     )
 
     assert isinstance(grounded, Done) and isinstance(honest, Done)

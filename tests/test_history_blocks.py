@@ -17,7 +17,7 @@ from broker.protocol import HistoryTurn, make_request
 from cli.benchmarks.town import ANSWERS, ARTICLES, CONVERSATION
 from config.settings import Settings
 from engine.answering.history import fit_history, fit_history_in_blocks
-from engine.answering.prompt import SitePrompts
+from engine.answering.pipeline import AnswerPlanner
 from engine.backends.base import Backend, ChatMessage
 from engine.knowledge.scrape.builder import build_kb
 
@@ -107,7 +107,7 @@ def test_consecutive_follow_ups_begin_alike_once_the_context_is_full(
     """The town's conversation twice over (16 turns), each prompt as the engine builds it: of
     the turns whose history no longer fits whole, most begin with the same turns as the one
     before, so llama.cpp reads them from the last turn's saved state, not from the start."""
-    prompts = SitePrompts(town, backend.count_tokens)
+    prompts = AnswerPlanner(town, backend.count_tokens)
     history: list[HistoryTurn] = []
     firsts: list[ChatMessage | None] = []  # each prompt's oldest history turn
     dropped: list[int] = []
@@ -115,7 +115,7 @@ def test_consecutive_follow_ups_begin_alike_once_the_context_is_full(
         request = make_request(
             reply_to="b", user_id="u", question=question, ttl_s=9, history=tuple(history)
         )
-        prompt = prompts.build(request)
+        prompt = prompts.plan(request)
         assert backend.count_tokens(prompt.messages) <= town.context_size - town.max_tokens
         firsts.append(prompt.history.turns[0] if prompt.history.turns else None)
         dropped.append(prompt.history.dropped)

@@ -15,7 +15,8 @@ import pytest
 from broker.protocol import make_request
 from config.settings import Settings
 from engine.answering.passages import format_sources, render_passages, select_passages
-from engine.answering.prompt import SitePrompts, chat_messages
+from engine.answering.pipeline import AnswerPlanner
+from engine.answering.prompt import chat_messages
 from engine.backends.base import Backend, ChatMessage
 from engine.knowledge.models import Passage, ScrapeProgress, ScrapeResult
 from engine.knowledge.scrape.discover import parse_feed
@@ -315,12 +316,12 @@ async def test_a_prompt_shows_the_model_the_passages_it_cites(
     await scrape(settings)
     request = make_request(reply_to="b", user_id="u", question="widget warranty?", ttl_s=30)
 
-    prompt = SitePrompts(settings, backend.count_tokens).build(request)
+    prompt = AnswerPlanner(settings, backend.count_tokens).plan(request)
 
     system, question = prompt.messages
     assert system == ChatMessage("system", settings.system_prompt)
     assert question.role == "user" and question.content.endswith("\n\nQuestion: widget warranty?")
-    cited = list(prompt.grounding.sources)
+    cited = list(prompt.sources)
     shown = re.findall(r"^\[\d+\] .* \((http[^)]+)\)$", question.content, re.MULTILINE)
     assert cited == [f"{site.base}/articles/widgets"]  # the one article that covers it
     assert cited == list(dict.fromkeys(shown))  # only what it cites is shown
@@ -333,10 +334,10 @@ async def test_a_prompt_from_an_empty_knowledge_base_is_the_question_and_a_note(
     question = "What are the office hours?"  # ("Hello?" is small talk: no model, no note)
     request = make_request(reply_to="b", user_id="u", question=question, ttl_s=30)
 
-    prompt = SitePrompts(settings, backend.count_tokens).build(request)
+    prompt = AnswerPlanner(settings, backend.count_tokens).plan(request)
 
     assert prompt.messages == chat_messages(settings.system_prompt, question)
-    assert prompt.grounding.note == NO_ARTICLES_MESSAGE and prompt.grounding.not_on_site
+    assert prompt.note == NO_ARTICLES_MESSAGE and prompt.not_on_site
 
 
 def test_chat_messages_are_system_then_history_then_articles_and_question() -> None:

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from cli.eval_scoring import Case, load_cases
-from engine.answering.coverage import COVERED_SHARE, coverage, relevant_passages
 from engine.answering.evidence import MAX_QUOTE_CHARS, find_evidence
+from engine.answering.needs import question_needs
+from engine.answering.on_site import ON_SITE_SHARE, best_article, on_site_passages
 from engine.generation.repetition import RepetitionDetector
 from engine.knowledge.models import Article, Passage
-from engine.knowledge.query import parse_query, question_needs
+from engine.knowledge.query import parse_query
 from engine.knowledge.scrape.builder import build_kb
 from engine.knowledge.scrape.extract import extract_article
 from engine.knowledge.store import KnowledgeBase
@@ -88,7 +89,7 @@ def test_english_words_match_their_other_forms(kb: KnowledgeBase) -> None:
     assert "clos" in parse_query("closing").match
 
 
-# --- relevance ------------------------------------------------------------------------
+# --- on the site? ----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("case", eval_cases(), ids=lambda case: case.id)
@@ -97,34 +98,34 @@ def test_the_site_covers_exactly_the_questions_it_answers(kb: KnowledgeBase, cas
         pytest.skip("needs synonyms, which term matching does not have")
     passages = kb.search(case.question, limit=4)
 
-    found = coverage(case.question, passages)
+    found = best_article(case.question, passages)
 
     if case.not_on_site:
-        assert not found.covered, f"{found.share:.2f} of it is in {found.url}"
-        assert relevant_passages(case.question, passages) == []
+        assert not found.on_site, f"{found.share:.2f} of it is in {found.url}"
+        assert on_site_passages(case.question, passages) == []
     else:
-        assert found.covered, f"only {found.share:.2f} in {found.url}"
+        assert found.on_site, f"only {found.share:.2f} in {found.url}"
         assert case.expect_source is not None and case.expect_source in (found.url or "")
-        used = relevant_passages(case.question, passages)
+        used = on_site_passages(case.question, passages)
         assert used and {p.url for p in used} == {found.url}
 
 
 def test_words_shared_with_an_article_do_not_make_it_cover_the_question() -> None:
     ferry = Passage("Ferry timetable", f"{BASE}/ferry", "The last ferry leaves Minato at 16:50.")
 
-    assert coverage("When does the last ferry leave?", [ferry]).covered
-    osaka = coverage("When does the ferry to Osaka leave?", [ferry])
-    assert not osaka.covered
-    assert osaka.share < COVERED_SHARE
+    assert best_article("When does the last ferry leave?", [ferry]).on_site
+    osaka = best_article("When does the ferry to Osaka leave?", [ferry])
+    assert not osaka.on_site
+    assert osaka.share < ON_SITE_SHARE
 
 
 def test_a_question_of_framing_words_only_is_not_covered() -> None:
     passage = Passage("Anything", f"{BASE}/a", "What is this? How much does it cost?")
 
     assert question_needs("What is this?") == []
-    assert not coverage("What is this?", [passage]).covered
-    assert not coverage("How much does it cost?", [passage]).covered
-    assert coverage("anything", []).url is None
+    assert not best_article("What is this?", [passage]).on_site
+    assert not best_article("How much does it cost?", [passage]).on_site
+    assert best_article("anything", []).url is None
 
 
 # --- evidence -------------------------------------------------------------------------
@@ -151,7 +152,7 @@ def test_a_question_of_framing_words_only_is_not_covered() -> None:
 def test_evidence_quotes_the_sentence_that_answers(
     kb: KnowledgeBase, question: str, slug: str, quoted: str
 ) -> None:
-    passages = relevant_passages(question, kb.search(question, limit=4))
+    passages = on_site_passages(question, kb.search(question, limit=4))
 
     evidence = find_evidence(question, passages)
 

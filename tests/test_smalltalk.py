@@ -3,11 +3,17 @@ answers through the real engine are in tests/test_grounded.py."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
+from broker.protocol import make_request
+from config.settings import Settings
 from config.texts import t
-from engine.answering.grounding import ground
+from engine.answering.pipeline import AnswerPlanner
 from engine.answering.smalltalk import small_talk, without_small_talk
+from engine.knowledge.scrape.builder import build_kb
+from tests.test_grounded import site_articles
 
 
 @pytest.mark.parametrize(
@@ -90,14 +96,20 @@ def test_the_search_reads_a_question_without_the_small_talk_around_it(
 
 
 @pytest.mark.parametrize("kb_empty", [True, False])
-def test_small_talk_gets_its_sentence_before_and_after_the_first_rescrape(kb_empty: bool) -> None:
+def test_small_talk_gets_its_sentence_before_and_after_the_first_rescrape(
+    settings: Settings, kb_empty: bool
+) -> None:
     """Before any rescrape the model answers questions, but "hi" made it tell a story."""
-    grounding = ground(
-        "hi", [], kb_empty=kb_empty, model_languages=["en"], model_answers_yes_no=False
+    if not kb_empty:
+        build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
+    planner = AnswerPlanner(settings, lambda messages: 0)
+
+    greeted = planner.plan(make_request(reply_to="b", user_id="u", question="hi", ttl_s=9))
+    asked = planner.plan(
+        make_request(reply_to="b", user_id="u", question="What is a ferry?", ttl_s=9)
     )
-    assert (grounding.small_talk, grounding.asks_model) == (True, False)
-    assert grounding.note == t("engine.answer.greeting", "en")
-    question = ground(
-        "What is a ferry?", [], kb_empty=True, model_languages=["en"], model_answers_yes_no=False
-    )
-    assert (question.small_talk, question.asks_model) == (False, True)
+
+    assert (greeted.step, greeted.asks_model, greeted.sources) == ("small_talk", False, ())
+    assert greeted.note == t("engine.answer.greeting", "en")
+    assert asked.step == ("no_articles" if kb_empty else "model")
+    assert asked.asks_model and asked.messages

@@ -11,7 +11,7 @@ import pytest
 
 from broker.protocol import make_request
 from config.settings import Settings
-from engine.answering.prompt import SitePrompts
+from engine.answering.pipeline import AnswerPlanner
 from engine.answering.yes_no import is_yes_no_question
 from engine.knowledge.scrape.builder import build_kb
 from tests.test_grounded import BASE, site_articles
@@ -64,10 +64,10 @@ def test_the_model_answers_a_yes_no_question_only_when_the_settings_say_it_can(
     chosen = settings.model_copy(update={"model_answers_yes_no": model_answers})
     request = make_request(reply_to="b", user_id="u", question="Can I bring my dog?", ttl_s=9)
 
-    prompt = SitePrompts(chosen, lambda messages: 0).build(request)
+    prompt = AnswerPlanner(chosen, lambda messages: 0).plan(request)
 
-    assert prompt.grounding.asks_model is model_answers
+    assert prompt.asks_model is model_answers
     assert bool(prompt.messages) is model_answers
-    assert prompt.grounding.sources == (f"{BASE}/ferry-timetable.html",)
-    assert prompt.grounding.evidence is not None
-    assert "carrier" in prompt.grounding.evidence.quote
+    assert prompt.sources == (f"{BASE}/ferry-timetable.html",)
+    assert prompt.evidence is not None
+    assert "carrier" in prompt.evidence.quote

@@ -39,7 +39,7 @@ from cli.benchmarks.rig import (
 )
 from cli.benchmarks.town import ANSWERS, ARTICLES, CONVERSATION, OTHER_QUESTIONS
 from config.settings import ConfigError, Settings
-from engine.answering.prompt import SitePrompts
+from engine.answering.pipeline import AnswerPlanner
 from engine.backends.llama import LlamaBackend
 from engine.backends.state_cache import StateCache, entry_bytes
 from engine.knowledge.scrape.builder import build_kb
@@ -177,9 +177,9 @@ def prompt_tokens(rig: Rig, llama: LlamaBackend, trace: Trace) -> dict[str, int]
     request = trace.session.request
     if request is None:
         raise BenchError("the turn's request was not kept")
-    prompt = SitePrompts(rig.settings, llama.count_tokens).build(request)
-    messages = prompt.messages
-    saved = messages[:-3] if prompt.history.used >= 2 else []
+    plan = AnswerPlanner(rig.settings, llama.count_tokens).plan(request)
+    messages = plan.messages
+    saved = messages[:-3] if plan.history.used >= 2 else []
     framing = llama.count_tokens([])  # the template's "the assistant answers now" tokens
     return {
         "prompt_tokens": llama.count_tokens(messages),

@@ -17,8 +17,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from engine.answering.needs import Need, met, question_needs
 from engine.knowledge.models import Passage
-from engine.knowledge.query import Need, met, question_needs
 
 TITLE_SHARE = 0.25  # a need the title holds tells the article's sentences apart less
 MAX_QUOTE_CHARS = 280  # two short sentences: more is reading the article, not checking a claim

@@ -1,7 +1,7 @@
 """Small talk: a message that only greets, thanks or says goodbye ("hi", "thanks!",
 "ありがとう"), told apart from a question before the site is searched.
 
-The relevance rule (engine/answering/coverage.py) reads "hi" as a question nothing covers and
+The on-site rule (engine/answering/on_site.py) reads "hi" as a question nothing covers and
 answered "The site does not cover this"; asking the model instead would spend seconds on a
 general chat answer. So the engine answers small talk itself, with one sentence that says
 what it can do, and no source.

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from broker.protocol import Cancelled, Done, Failed
 from config.texts import Locale, t
-from engine.answering.grounding import Grounding
 from engine.answering.history import NO_HISTORY, FittedHistory
+from engine.answering.pipeline import Plan
 from engine.generation.loop import Generation
 from engine.replies import EventHeader
 
@@ -18,14 +18,14 @@ def ending_event(
     cancel_received_at: float | None,
     time_limit_s: float,
     history: FittedHistory = NO_HISTORY,
-    grounding: Grounding | None = None,
+    plan: Plan | None = None,
     locale: Locale = "en",
 ) -> Done | Cancelled | Failed:
     """The terminal event of a generation that has stopped.
 
     ``cancel_received_at`` is when the engine took the session's cancel (``time.monotonic()``),
     if it did; ``time_limit_s`` is the limit a generation stopped by its time limit ran into;
-    ``grounding``, what the answer stood on (its sources, or none: not on the site);
+    ``plan``, what the answer stood on (its sources, or none: not on the site);
     ``locale``, the language of a failure's reason (the asker's).
     """
     text, tokens = generation.text, generation.tokens
@@ -42,7 +42,7 @@ def ending_event(
     if generation.stopped_by_time_limit:
         reason = t("engine.time_limit", locale, limit_s=f"{time_limit_s:g}")
         return Failed(**header, reason=reason, text=text)
-    return _done(generation, header, history, grounding)
+    return _done(generation, header, history, plan)
 
 
 def _stop_latency_s(generation: Generation, cancel_received_at: float | None) -> float | None:
@@ -55,7 +55,7 @@ def _done(
     generation: Generation,
     header: EventHeader,
     history: FittedHistory,
-    grounding: Grounding | None,
+    plan: Plan | None,
 ) -> Done:
     """Timings from the generation's own clock: first token, and the rate after it."""
     finished = generation.finished_at or generation.started_at  # set once the loop returns
@@ -71,6 +71,6 @@ def _done(
         history_used=history.used,
         history_dropped=history.dropped,
         finish_reason=generation.finish_reason,
-        sources=grounding.sources if grounding else (),
-        not_on_site=grounding.not_on_site if grounding else False,
+        sources=plan.sources if plan else (),
+        not_on_site=plan.not_on_site if plan else False,
     )

@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable
 from broker.protocol import Request
 from config.settings import Settings
 from config.texts import Locale
-from engine.answering.grounding import closing
-from engine.answering.prompt import SitePrompts
+from engine.answering.closing import closing
+from engine.answering.pipeline import AnswerPlanner
 from engine.backends.base import Backend, BackendFailed, ChatMessage, GenerationLimits
 from engine.cancelled import CancelledSessions
 from engine.generation.ending import ending_event
@@ -42,7 +42,7 @@ class AnswerJob:
         self.backend = backend
         self.cancelled = cancelled
         self.asker_present = asker_present
-        self.prompts = SitePrompts(settings, backend.count_tokens)
+        self.planner = AnswerPlanner(settings, backend.count_tokens)
         self.limits = generation_limits(settings)
         self._current: Generation | None = None
 
@@ -58,12 +58,12 @@ class AnswerJob:
         """Answer to a terminal event; False if a shutdown cut it short."""
         limit_s = self.settings.answer_time_limit_s
         generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
-        prompt = await asyncio.to_thread(self.prompts.build, request)  # search, token counts
+        plan = await asyncio.to_thread(self.planner.plan, request)  # search, token counts
         relay = TokenRelay(replies, self.settings.token_batch_s)
         try:
-            if prompt.grounding.asks_model:
-                await self._generate(prompt.messages, generation, relay, request.reply_to)
-            else:  # the site does not cover it, or the model does not write its language
+            if plan.asks_model:
+                await self._generate(plan.messages, generation, relay, request.reply_to)
+            else:  # the engine answers alone (pipeline.py)
                 generation.finished_at = time.monotonic()
         except Exception as error:
             await relay.close()
@@ -72,7 +72,7 @@ class AnswerJob:
         await relay.close()
         if generation.finished_naturally:  # why it was cut, if it was; the quote and source
             generation.appendix = closing(
-                prompt.grounding,
+                plan,
                 generation.finish_reason,
                 self.limits.max_tokens,
                 after_text=bool(generation.answer),
@@ -86,8 +86,8 @@ class AnswerJob:
                 replies.header(),
                 cancel_received_at=cancel_received_at,
                 time_limit_s=limit_s,
-                history=prompt.history,
-                grounding=prompt.grounding,
+                history=plan.history,
+                plan=plan,
                 locale=replies.locale,
             )
         )

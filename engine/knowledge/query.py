@@ -1,4 +1,4 @@
-"""Turn a question into what the trigram index can answer, and into what an answer needs.
+"""Turn a question into what the trigram index can answer.
 
 Trigram FTS5 matches any substring of three or more characters, so each term is quoted
 and the terms are joined with OR (bm25 ranks passages matching more and rarer terms first).
@@ -8,8 +8,8 @@ trigrams for the index and bigrams (most Japanese words are two kanji) for a sub
 fallback that trigrams cannot serve. A hiragana word ("ようかん", "よやく") is found by its
 hiragana trigrams, once the grammar around it ("はいくらですか") is taken out.
 
-``question_needs`` gives the same terms grouped by what the question asks about, for the
-relevance decision and the evidence quote: they must read the question as the search does.
+engine/answering/needs.py groups the same terms by what the question asks about, for the
+on-site decision and the quote: they must read the question as the search does.
 """
 
 from __future__ import annotations
@@ -45,17 +45,6 @@ GRAMMAR = (
     "なに", "だれ", "まで", "ですが", "ますが", "です", "ます", "ある", "あり", "でき", "します",
     "何",
 )  # fmt: skip
-PARTICLES = frozenset("のはがをにでともへやかね")  # they join words: met or not, they say little
-# How a question asks, not what about: an article answers "Are dogs allowed on the ferry?"
-# without "allowed", and "How much does X cost?" with a price, not the word: optional needs.
-# Attributes that name the fact asked ("hours", "phone") are not among them.
-FRAMING_WORDS = frozenset(
-    "allow allowed allows arrive arrives able available bring brings brought buy buys bought "
-    "charge charges come comes cost costs fee fees find go goes going got happen happens "
-    "happened leave leaves leaving ok okay paid pay possible price prices use used uses "
-    "using".split()
-)
-KANJI_WEIGHT = 2.0  # a kanji says about as much as two kana or two Latin letters
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,21 +54,6 @@ class Query:
 
     match: str
     substrings: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Need:
-    """One thing a question asks about, met when a text holds any of ``forms`` (lowercase).
-
-    An English word is one need weighing its length; a Japanese character is one need (a
-    kanji weighs double), met by any of the question's terms that contain it. An
-    ``optional`` need (a particle, a verb, a framing word) is how the question asks, not
-    what it asks about: the relevance decision leaves it out, the evidence uses it to
-    choose between sentences that meet the same required needs."""
-
-    forms: tuple[str, ...]
-    weight: float
-    optional: bool = False
 
 
 def parse_query(question: str) -> Query:
@@ -96,32 +70,13 @@ def parse_query(question: str) -> Query:
     return Query(match=match, substrings=tuple(_unique(substrings)))
 
 
-def question_needs(question: str) -> list[Need]:
-    """What a passage must hold to answer ``question``, as the search reads it; [] for a
-    question of stopwords and grammar only."""
-    needs: list[Need] = []
-    for word in WORD_RE.findall(question.lower()):
-        for run, is_cjk in _script_runs(word):
-            if is_cjk:
-                needs += _cjk_needs(run)
-            elif run not in STOPWORDS:
-                optional = run in FRAMING_WORDS
-                needs += [Need((term,), len(run), optional) for term in _latin_terms(run)]
-    return needs
-
-
-def met(need: Need, text: str) -> bool:
-    """Whether ``text`` (lowercased by the caller) holds one of the need's forms."""
-    return any(form in text for form in need.forms)
-
-
 def _all_terms(question: str) -> Iterator[str]:
     for word in WORD_RE.findall(question.lower()):
-        for run, is_cjk in _script_runs(word):
-            yield from _cjk_terms(run) if is_cjk else _latin_terms(run)
+        for run, is_cjk in script_runs(word):
+            yield from cjk_terms(run) if is_cjk else latin_terms(run)
 
 
-def _script_runs(word: str) -> Iterator[tuple[str, bool]]:
+def script_runs(word: str) -> Iterator[tuple[str, bool]]:
     """Yield the CJK and non-CJK runs of a word ("python入門" -> "python", "入門")."""
     position = 0
     for cjk in CJK_RUN_RE.finditer(word):
@@ -133,7 +88,7 @@ def _script_runs(word: str) -> Iterator[tuple[str, bool]]:
         yield word[position:], False
 
 
-def _latin_terms(run: str) -> list[str]:
+def latin_terms(run: str) -> list[str]:
     """One term, its ending dropped (a stopword stays whole); nothing for a single letter."""
     if len(run) < 2:
         return []
@@ -155,11 +110,11 @@ def _stem(word: str) -> str:
     return word
 
 
-def _cjk_terms(run: str) -> list[str]:
+def cjk_terms(run: str) -> list[str]:
     """Trigrams, then bigrams; none touching the question's grammar ("何時まで", "ですか"),
     and no hiragana bigram (too short to tell a word from grammar). A hiragana word is
     found by its trigrams: "ようかんはいくらですか" -> "ようか", "うかん", "かんは"."""
-    grammar = _grammar_mask(run)
+    grammar = grammar_mask(run)
     if len(run) == 1:
         return [] if grammar[0] or HIRAGANA_RE.fullmatch(run) else [run]
     grams = [
@@ -168,14 +123,14 @@ def _cjk_terms(run: str) -> list[str]:
         for i in range(len(run) - size + 1)
         if not any(grammar[i : i + size])
     ]
-    return [gram for gram in dict.fromkeys(grams) if len(gram) == 3 or not _hiragana(gram)]
+    return [gram for gram in dict.fromkeys(grams) if len(gram) == 3 or not hiragana(gram)]
 
 
-def _hiragana(text: str) -> bool:
+def hiragana(text: str) -> bool:
     return HIRAGANA_RE.fullmatch(text) is not None
 
 
-def _grammar_mask(run: str) -> list[bool]:
+def grammar_mask(run: str) -> list[bool]:
     """True for each character of ``run`` that belongs to a GRAMMAR form found in it."""
     mask = [False] * len(run)
     for form in GRAMMAR:
@@ -184,54 +139,6 @@ def _grammar_mask(run: str) -> list[bool]:
             mask[start : start + len(form)] = [True] * len(form)
             start = run.find(form, start + 1)
     return mask
-
-
-def _cjk_needs(run: str) -> list[Need]:
-    """One need per character that is not grammar, met by the run's terms that hold it;
-    particles and verbs ("買え" in "買えますか") are optional."""
-    terms = _cjk_terms(run)
-    grammar = _grammar_mask(run)
-    verb = _verb_mask(run, grammar)
-    needs: list[Need] = []
-    for index, char in enumerate(run):
-        if grammar[index]:
-            continue
-        forms = tuple(term for term in terms if _covers(run, term, index))
-        if forms:  # else no search term holds it: the search cannot look for it either
-            weight = KANJI_WEIGHT if KANJI_RE.fullmatch(char) else 1.0
-            optional = char in PARTICLES or verb[index]
-            needs.append(Need(forms, weight, optional))
-    return needs
-
-
-def _verb_mask(run: str, grammar: list[bool]) -> list[bool]:
-    """True for the verb before a grammar ending: the hiragana right before it ("つかえ" in
-    "つかえますか") and one kanji stem before those ("買" in "買えますか"). Hiragana ending
-    in a particle is a noun's ("ようかんは" in "ようかんはありますか"), not a verb."""
-    mask = [False] * len(run)
-    for end in range(1, len(run)):
-        if not grammar[end] or grammar[end - 1] or run[end - 1] in PARTICLES:
-            continue
-        start = end
-        while start > 0 and not grammar[start - 1] and _hiragana(run[start - 1]):
-            start -= 1
-        if start == end:
-            continue  # a noun right before the ending: "予約できますか"
-        stem = start - 1
-        if (
-            stem >= 0
-            and KANJI_RE.fullmatch(run[stem])
-            and not (stem > 0 and KANJI_RE.fullmatch(run[stem - 1]))
-        ):
-            start = stem
-        mask[start:end] = [True] * (end - start)
-    return mask
-
-
-def _covers(run: str, term: str, index: int) -> bool:
-    """Whether an occurrence of ``term`` in ``run`` spans position ``index``."""
-    start = run.find(term, max(0, index - len(term) + 1))
-    return 0 <= start <= index < start + len(term)
 
 
 def _unique(terms: list[str]) -> list[str]:

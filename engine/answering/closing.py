@@ -1,0 +1,28 @@
+"""What the engine writes after the model's words: why they were cut, if they were; then the
+quote that backs the answer and its sources, or the engine's note (not on the site, no
+articles yet). For the steps before the model, see pipeline.py."""
+
+from __future__ import annotations
+
+from broker.protocol import FinishReason
+from engine.answering.passages import format_sources
+from engine.answering.pipeline import Plan
+from engine.answering.wording import WORDING
+
+
+def closing(plan: Plan, finish_reason: FinishReason, max_tokens: int, *, after_text: bool) -> str:
+    """What follows the model's words (``after_text``: it wrote some), or the whole answer
+    when the engine answers alone."""
+    words = WORDING[plan.language]
+    parts: list[str] = []
+    if finish_reason == "repetition":
+        parts.append(words.cut_repetition)
+    elif finish_reason == "length":
+        parts.append(words.cut_length.format(max_tokens=max_tokens))
+    if plan.evidence is not None:
+        quoted = words.evidence.format(quote=plan.evidence.quote)
+        parts.append(quoted + "\n" + format_sources(list(plan.passages)))
+    elif plan.note:
+        parts.append(plan.note)
+    text = "\n\n".join(parts)
+    return "\n\n" + text if text and after_text else text

@@ -1,0 +1,116 @@
+"""What a question asks about, read as the search reads it: its *needs*.
+
+Both decisions after the search use them: whether the site answers the question
+(``on_site.py``: the share of needs one article meets) and which sentence to quote
+(``evidence.py``). The terms come from ``engine.knowledge.query``, so a need is met by the
+same forms the search looked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.knowledge.query import (
+    KANJI_RE,
+    STOPWORDS,
+    WORD_RE,
+    cjk_terms,
+    grammar_mask,
+    hiragana,
+    latin_terms,
+    script_runs,
+)
+
+PARTICLES = frozenset("のはがをにでともへやかね")  # they join words: met or not, they say little
+# How a question asks, not what about: an article answers "Are dogs allowed on the ferry?"
+# without "allowed", and "How much does X cost?" with a price, not the word: optional needs.
+# Attributes that name the fact asked ("hours", "phone") are not among them.
+FRAMING_WORDS = frozenset(
+    "allow allowed allows arrive arrives able available bring brings brought buy buys bought "
+    "charge charges come comes cost costs fee fees find go goes going got happen happens "
+    "happened leave leaves leaving ok okay paid pay possible price prices use used uses "
+    "using".split()
+)
+KANJI_WEIGHT = 2.0  # a kanji says about as much as two kana or two Latin letters
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """One thing a question asks about, met when a text holds any of ``forms`` (lowercase).
+
+    An English word is one need weighing its length; a Japanese character is one need (a
+    kanji weighs double), met by any of the question's terms that contain it. An
+    ``optional`` need (a particle, a verb, a framing word) is how the question asks, not
+    what it asks about: the relevance decision leaves it out, the evidence uses it to
+    choose between sentences that meet the same required needs."""
+
+    forms: tuple[str, ...]
+    weight: float
+    optional: bool = False
+
+
+def question_needs(question: str) -> list[Need]:
+    """What a passage must hold to answer ``question``, as the search reads it; [] for a
+    question of stopwords and grammar only."""
+    needs: list[Need] = []
+    for word in WORD_RE.findall(question.lower()):
+        for run, is_cjk in script_runs(word):
+            if is_cjk:
+                needs += _cjk_needs(run)
+            elif run not in STOPWORDS:
+                optional = run in FRAMING_WORDS
+                needs += [Need((term,), len(run), optional) for term in latin_terms(run)]
+    return needs
+
+
+def met(need: Need, text: str) -> bool:
+    """Whether ``text`` (lowercased by the caller) holds one of the need's forms."""
+    return any(form in text for form in need.forms)
+
+
+def _cjk_needs(run: str) -> list[Need]:
+    """One need per character that is not grammar, met by the run's terms that hold it;
+    particles and verbs ("買え" in "買えますか") are optional."""
+    terms = cjk_terms(run)
+    grammar = grammar_mask(run)
+    verb = _verb_mask(run, grammar)
+    needs: list[Need] = []
+    for index, char in enumerate(run):
+        if grammar[index]:
+            continue
+        forms = tuple(term for term in terms if _covers(run, term, index))
+        if forms:  # else no search term holds it: the search cannot look for it either
+            weight = KANJI_WEIGHT if KANJI_RE.fullmatch(char) else 1.0
+            optional = char in PARTICLES or verb[index]
+            needs.append(Need(forms, weight, optional))
+    return needs
+
+
+def _verb_mask(run: str, grammar: list[bool]) -> list[bool]:
+    """True for the verb before a grammar ending: the hiragana right before it ("つかえ" in
+    "つかえますか") and one kanji stem before those ("買" in "買えますか"). Hiragana ending
+    in a particle is a noun's ("ようかんは" in "ようかんはありますか"), not a verb."""
+    mask = [False] * len(run)
+    for end in range(1, len(run)):
+        if not grammar[end] or grammar[end - 1] or run[end - 1] in PARTICLES:
+            continue
+        start = end
+        while start > 0 and not grammar[start - 1] and hiragana(run[start - 1]):
+            start -= 1
+        if start == end:
+            continue  # a noun right before the ending: "予約できますか"
+        stem = start - 1
+        if (
+            stem >= 0
+            and KANJI_RE.fullmatch(run[stem])
+            and not (stem > 0 and KANJI_RE.fullmatch(run[stem - 1]))
+        ):
+            start = stem
+        mask[start:end] = [True] * (end - start)
+    return mask
+
+
+def _covers(run: str, term: str, index: int) -> bool:
+    """Whether an occurrence of ``term`` in ``run`` spans position ``index``."""
+    start = run.find(term, max(0, index - len(term) + 1))
+    return 0 <= start <= index < start + len(term)

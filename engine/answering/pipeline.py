@@ -1,0 +1,120 @@
+"""How a question becomes an answer: the steps in the order the engine takes them.
+
+The default model (SmolLM2-135M) answers from whatever it is given and invents the rest, so
+the site decides what the model may say, and most decisions are taken before it runs
+(docs/quality.md, "Grounded answers"):
+
+1. **Small talk** ("hi", "thanks!", ``smalltalk.py``): one friendly sentence in the
+   message's language; no search, no model, no source.
+2. **Search** the site for the question without its greeting, and, for a follow-up, with the
+   asker's last questions (``history.search_text``).
+3. **No articles yet** (no rescrape): nothing to stand on; the model answers as a general
+   assistant and a note after it says that is not the site's answer.
+4. **On the site?** (``on_site.py``, the one rule): if no section answers the question, one
+   sentence says so in its language; no model, no source (costs nothing, invents nothing).
+5. **The quote** that backs the answer (``evidence.py``): the section's sentence that best
+   meets the question, shown with its link after the answer, so a reader can check it.
+6. **Who writes**: the model, when it writes the question's language
+   (``CONCIERGE_MODEL_LANGUAGES``) and, for a yes/no question, when it can
+   (``CONCIERGE_MODEL_ANSWERS_YES_NO``, ``yes_no.py``); otherwise the quote alone.
+7. **The prompt** (``prompt.py``): system text, the conversation, the passages and the quote,
+   the question.
+
+After the model, ``closing.py`` adds why it was cut (if it was), the quote and the sources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from broker.protocol import Request
+from config.settings import Settings
+from engine.answering.evidence import Evidence, find_evidence, opening
+from engine.answering.history import (
+    NO_HISTORY,
+    FittedHistory,
+    TokenCounter,
+    as_messages,
+    search_text,
+)
+from engine.answering.on_site import on_site_passages
+from engine.answering.prompt import PromptBuilder
+from engine.answering.smalltalk import small_talk, without_small_talk
+from engine.answering.wording import WORDING, Language, language_of
+from engine.answering.yes_no import is_yes_no_question
+from engine.backends.base import ChatMessage
+from engine.knowledge.models import Passage
+from engine.knowledge.store import KnowledgeBase
+
+# What the engine does with a question: the model writes (from the site's passages, or, with
+# no articles yet, as a general assistant), or the engine answers alone.
+Step = Literal["model", "no_articles", "quote_only", "not_on_site", "small_talk"]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The decision for one question: who writes, from which passages, and what follows."""
+
+    step: Step
+    language: Language
+    passages: tuple[Passage, ...] = ()  # the sections the answer stands on, best first
+    evidence: Evidence | None = None  # the quote shown after the answer, with its link
+    note: str = ""  # the engine's own sentence instead of a quote (not on the site, ...)
+    messages: list[ChatMessage] = field(default_factory=list)  # what the model reads
+    history: FittedHistory = NO_HISTORY  # the conversation's turns given to the model
+
+    @property
+    def asks_model(self) -> bool:
+        return self.step in ("model", "no_articles")
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(passage.url for passage in self.passages))
+
+    @property
+    def not_on_site(self) -> bool:
+        """No section of the site answers it (the wire's ``not_on_site``); small talk asks
+        nothing, so it is not among them."""
+        return self.step in ("not_on_site", "no_articles")
+
+
+class AnswerPlanner:
+    """Turns a request into a ``Plan``, reading the knowledge base at ``settings.kb_path``."""
+
+    def __init__(self, settings: Settings, count_tokens: TokenCounter) -> None:
+        self.settings = settings
+        self.kb = KnowledgeBase(settings.kb_path)
+        self.prompts = PromptBuilder(settings, count_tokens)
+
+    def plan(self, request: Request) -> Plan:
+        """Steps 1 to 7 of the module's docstring, in order. Blocking (search, token
+        counts): call it from a worker thread."""
+        question, history = request.question, as_messages(request.history)
+        if (said := small_talk(question)) is not None:  # 1
+            language = language_of(question)
+            return Plan("small_talk", language, note=WORDING[language].small_talk(said))
+        asked = without_small_talk(question)  # "Hi, when...": the site need not cover "hi"
+        language = language_of(asked)
+        words = WORDING[language]
+        searched = search_text(asked, history)  # 2
+        found = self.kb.search(searched, self.settings.retrieval_passages)
+        if not found and self.kb.is_empty():  # 3
+            messages, fitted = self.prompts.build(question, history)
+            return Plan("no_articles", language, note=words.no_articles, messages=messages,
+                        history=fitted)  # fmt: skip
+        passages = on_site_passages(asked, found, follow_up_of=searched if history else "")  # 4
+        if not passages:
+            return Plan("not_on_site", language, note=words.not_on_site)
+        evidence = find_evidence(asked, passages) or opening(passages[0])  # 5
+        if not self._model_writes(question, language):  # 6
+            return Plan("quote_only", language, tuple(passages), evidence)
+        messages, fitted = self.prompts.build(question, history, passages, evidence.quote)  # 7
+        return Plan("model", language, tuple(passages), evidence, messages=messages,
+                    history=fitted)  # fmt: skip
+
+    def _model_writes(self, question: str, language: Language) -> bool:
+        """Whether the model writes the answer, or the quote stands alone (step 6)."""
+        if language not in self.settings.model_languages:
+            return False
+        return self.settings.model_answers_yes_no or not is_yes_no_question(question)
