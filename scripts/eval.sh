@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Measure answer quality in one command: serve the test site (eval/site) on a free local
-# port, start an engine on a throwaway knowledge base and broker prefix, rescrape, then run
-# `concierge eval` on a questions file. Everything it started is stopped when it ends.
+# Measure answer quality in one command: serve the site beside the questions file (its folder's
+# site/: eval/site for the test site, eval/realdocs/site for the real documentation) on a
+# free local port, start an engine on a throwaway knowledge base and broker prefix,
+# rescrape, then run `concierge eval` on the questions file. Everything it started is
+# stopped when it ends.
 #
 #   scripts/eval.sh                         # eval/questions.jsonl, as a table
 #   scripts/eval.sh eval/heldout.jsonl --json
+#   scripts/eval.sh eval/realdocs/questions.jsonl
 #
 # The engine and the eval read the same CONCIERGE_* settings from the environment (the model,
 # CONCIERGE_TEMPERATURE, CONCIERGE_MAX_TOKENS, ...), so set them once, before this script.
@@ -15,6 +18,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 python=${PYTHON:-$root/.venv/bin/python}
 file=${1:-$root/eval/questions.jsonl}
 shift || true
+site="$(cd "$(dirname "$file")" && pwd)/site"
+[ -f "$site/sitemap.xml" ] || { echo "eval.sh: no site/sitemap.xml beside $file" >&2; exit 2; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/concierge-eval.XXXXXX")
 port=$("$python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -32,7 +37,7 @@ stop() {
 }
 trap stop EXIT
 
-"$python" -m http.server "$port" --bind 127.0.0.1 --directory "$root/eval/site" \
+"$python" -m http.server "$port" --bind 127.0.0.1 --directory "$site" \
     >"$work/site.log" 2>&1 &
 pids+=($!)
 "$python" -m cli.main engine 2>"$work/engine.log" &
