@@ -22,8 +22,7 @@ from config.settings import Settings
 from config.texts import t
 from config.texts.engine import TEXTS as ENGINE_TEXTS
 from engine.answering.closing import closing
-from engine.answering.pipeline import Plan
-from engine.answering.pipeline import AnswerPlanner
+from engine.answering.pipeline import AnswerPlanner, Plan
 from engine.answering.wording import WORDING
 from engine.backends.base import Backend, ChatMessage, GenerationLimits, Pieces, ShouldStop
 from engine.cancelled import CancelledSessions
@@ -51,8 +50,7 @@ def site_articles() -> list[Article]:
     articles = []
     for page in sorted(SITE.glob("*.html")):
         url = f"{BASE}/{page.name}"
-        title, text = extract_article(page.read_bytes(), url)
-        articles.append(Article(url, title, text))
+        articles.append(extract_article(page.read_bytes(), url).article(url))
     return articles
 
 

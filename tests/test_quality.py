@@ -15,7 +15,7 @@ from engine.answering.evidence import MAX_QUOTE_CHARS, find_evidence
 from engine.answering.needs import question_needs
 from engine.answering.on_site import ON_SITE_SHARE, best_article, on_site_passages
 from engine.generation.repetition import RepetitionDetector
-from engine.knowledge.models import Article, Passage
+from engine.knowledge.models import Passage
 from engine.knowledge.query import parse_query
 from engine.knowledge.scrape.builder import build_kb
 from engine.knowledge.scrape.extract import extract_article
@@ -35,8 +35,7 @@ def kb(tmp_path_factory: pytest.TempPathFactory) -> KnowledgeBase:
     articles = []
     for page in sorted((SITE / "articles").glob("*.html")):
         url = f"{BASE}/articles/{page.name}"
-        title, text = extract_article(page.read_bytes(), url)
-        articles.append(Article(url, title, text))
+        articles.append(extract_article(page.read_bytes(), url).article(url))
     build_kb(path, path, articles, [], datetime.now(UTC))
     return KnowledgeBase(path)
 

@@ -3,7 +3,9 @@ the answer (the links of the articles used)."""
 
 from __future__ import annotations
 
-from engine.knowledge.models import Passage
+from dataclasses import replace
+
+from engine.knowledge.models import PATH_SEPARATOR, Passage
 
 SEPARATOR = "\n\n"
 MIN_PARTIAL_CHARS = 200  # a cut passage shorter than this helps the model less than it costs
@@ -37,17 +39,25 @@ def render_passages(chosen: list[Passage]) -> str:
 
 
 def format_sources(passages: list[Passage]) -> str:
-    """A "Sources:" line, then "- Title <url>" once per article in rank order; "" if none."""
+    """A "Sources:" line, then "- Title > Section <page#anchor>" once per section in rank
+    order; "" if none."""
     first: dict[str, Passage] = {}
     for passage in passages:
-        first.setdefault(passage.url, passage)
+        first.setdefault(passage.link, passage)
     if not first:
         return ""
-    return "Sources:\n" + "\n".join(f"- {p.title or p.url} <{p.url}>" for p in first.values())
+    return "Sources:\n" + "\n".join(f"- {_name(p)} <{p.link}>" for p in first.values())
+
+
+def _name(passage: Passage) -> str:
+    """The article's title, and the section's own heading when it is not the title."""
+    title = passage.title or passage.url
+    section = passage.heading.rsplit(PATH_SEPARATOR, 1)[-1] if passage.heading else ""
+    return f"{title}{PATH_SEPARATOR}{section}" if section and section != title else title
 
 
 def _header(number: int, passage: Passage) -> str:
-    return f"[{number}] {passage.title} ({passage.url})\n"
+    return f"[{number}] {passage.heading or passage.title} ({passage.link})\n"
 
 
 def _cut(passage: Passage, max_text_chars: int) -> Passage:
@@ -55,4 +65,4 @@ def _cut(passage: Passage, max_text_chars: int) -> Passage:
     keep = passage.text[: max_text_chars - len(ELLIPSIS)]
     if " " in keep[len(keep) // 2 :]:
         keep = keep[: keep.rindex(" ")]
-    return Passage(passage.title, passage.url, keep.rstrip() + ELLIPSIS, passage.score)
+    return replace(passage, text=keep.rstrip() + ELLIPSIS)

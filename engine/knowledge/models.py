@@ -17,12 +17,36 @@ FAILURES_SHOWN = 5  # a summary lists this many pages not read, then "and N more
 
 @dataclass(frozen=True, slots=True)
 class Passage:
-    """A few hundred words of one article: small enough for a small model's context."""
+    """A few hundred words of one section of one article: small enough for a small model's
+    context, and named by the section's heading path."""
 
     title: str
-    url: str
+    url: str  # the article's address
     text: str
-    score: float = 0.0  # bm25: lower is better; 0.0 for substring (LIKE-style) matches
+    score: float = 0.0  # the search's: higher is better
+    heading: str = ""  # the section's heading path (PATH_SEPARATOR); "" for none
+    anchor: str | None = None  # the section's id on the page, when it has one
+
+    @property
+    def link(self) -> str:
+        """The address of the section itself (``page#anchor``), else of the article."""
+        return f"{self.url}#{self.anchor}" if self.anchor else self.url
+
+
+PATH_SEPARATOR = " \u203a "  # "Data Structures > More on Lists", with a single angle quote
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """The text under one heading of a page (up to the next heading of any level)."""
+
+    path: tuple[str, ...]  # the headings above it, the page's title first
+    anchor: str | None  # the id a link to it takes (page#anchor); None for the page's top
+    text: str
+
+    @property
+    def heading(self) -> str:
+        return PATH_SEPARATOR.join(self.path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +58,8 @@ class Article:
     text: str
     etag: str | None = None
     last_modified: str | None = None
+    sections: tuple[Section, ...] = ()  # the text split at its headings; () for one section
+    canonical: str | None = None  # the page's rel=canonical address, when it names one
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,9 @@
 """The SQLite layout, in one place, and how to open a knowledge base file.
 
 Passages live in one FTS5 table with the trigram tokenizer: it needs no word breaks, so
-Japanese text is found as well as English.
+Japanese text is found as well as English. Each passage is part of one section of a page and
+carries the section's heading path and anchor. ``vectors`` holds each passage's embedding
+(engine/knowledge/embedding.py), by the passage's rowid, for the search by meaning.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: sections (heading, anchor) and vectors
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -21,11 +23,14 @@ CREATE TABLE articles (
     fetched_at TEXT NOT NULL
 );
 CREATE VIRTUAL TABLE passages USING fts5(
-    title, body, url UNINDEXED, seq UNINDEXED, tokenize = 'trigram'
+    title, heading, body, url UNINDEXED, anchor UNINDEXED, seq UNINDEXED, tokenize = 'trigram'
 );
+CREATE TABLE vectors (passage INTEGER PRIMARY KEY, vector BLOB NOT NULL);
 """
 
-TITLE_WEIGHT = 2.0  # bm25 column weights: a word in the title counts double
+# bm25 column weights: a word in the page's title or the section's headings counts double
+TITLE_WEIGHT = 2.0
+HEADING_WEIGHT = 2.0
 BODY_WEIGHT = 1.0
 
 

@@ -14,23 +14,30 @@ from pathlib import Path
 from config.texts import t
 from engine.knowledge.models import KbStats, Passage
 from engine.knowledge.query import Query, parse_query
-from engine.knowledge.schema import BODY_WEIGHT, TITLE_WEIGHT, has_current_schema, open_readonly
+from engine.knowledge.schema import (
+    BODY_WEIGHT,
+    HEADING_WEIGHT,
+    TITLE_WEIGHT,
+    has_current_schema,
+    open_readonly,
+)
 
 # After a general answer given before the first rescrape: it says the answer is not the site's
 # (in English; engine/answering/wording.py picks the question's language).
 NO_ARTICLES_MESSAGE = t("engine.answer.no_articles", "en")
 
+COLUMNS = "title, url, body, heading, anchor"
 MATCH_SQL = f"""
-SELECT title, url, body, bm25(passages, {TITLE_WEIGHT}, {BODY_WEIGHT}) AS score
-FROM passages WHERE passages MATCH ? ORDER BY score LIMIT ?
+SELECT {COLUMNS}, -bm25(passages, {TITLE_WEIGHT}, {HEADING_WEIGHT}, {BODY_WEIGHT}) AS score
+FROM passages WHERE passages MATCH ? ORDER BY score DESC LIMIT ?
 """
 # instr(), not LIKE: FTS5's trigram LIKE shortcut misses two-character CJK patterns.
-SUBSTRING_SQL = """
-SELECT title, url, body, 0.0 FROM (
-    SELECT title, url, body, {hits} AS hits FROM passages
+SUBSTRING_SQL = f"""
+SELECT {COLUMNS}, 0.0 FROM (
+    SELECT {COLUMNS}, {{hits}} AS hits FROM passages
 ) WHERE hits > 0 ORDER BY hits DESC LIMIT ?
 """
-HIT_SQL = "(instr(lower(title || ' ' || body), ?) > 0)"
+HIT_SQL = "(instr(lower(title || ' ' || heading || ' ' || body), ?) > 0)"
 
 
 class KnowledgeBase:
@@ -89,7 +96,7 @@ def _match(conn: sqlite3.Connection, query: Query, limit: int) -> list[Passage]:
     if not query.match:
         return []
     rows = conn.execute(MATCH_SQL, (query.match, limit)).fetchall()
-    return [Passage(title=t, url=u, text=b, score=s) for t, u, b, s in rows]
+    return [_passage(row) for row in rows]
 
 
 def _substring_fill(
@@ -99,5 +106,10 @@ def _substring_fill(
     sql = SUBSTRING_SQL.format(hits=" + ".join([HIT_SQL] * len(query.substrings)))
     rows = conn.execute(sql, (*query.substrings, limit + len(found))).fetchall()
     seen = {(p.url, p.text) for p in found}
-    extra = [Passage(title=t, url=u, text=b, score=s) for t, u, b, s in rows]
+    extra = [_passage(row) for row in rows]
     return [p for p in extra if (p.url, p.text) not in seen][: limit - len(found)]
+
+
+def _passage(row: tuple[str, str, str, str, str | None, float]) -> Passage:
+    title, url, body, heading, anchor, score = row
+    return Passage(title, url, body, score, heading, anchor)

@@ -1,20 +1,23 @@
 """Writing a complete new knowledge base file, next to the one in use.
 
-Unchanged articles are copied from the old file with their passages and validators, so a
-rescrape that downloads nothing new still produces a whole knowledge base.
+Unchanged articles are copied from the old file with their passages, vectors and validators,
+so a rescrape that downloads nothing new still produces a whole knowledge base. New articles
+are stored without the text the site repeats (dedupe.py), a section at a time: each section
+is cut into passages that carry its heading path and anchor.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 
-from engine.knowledge.models import Article, Validators
+from engine.knowledge.models import Article, Section, Validators
 from engine.knowledge.schema import has_current_schema, open_for_build, open_readonly
+from engine.knowledge.scrape.dedupe import without_repeats
 from engine.knowledge.scrape.passages import split_passages
 
 
@@ -41,7 +44,7 @@ def build_kb(
         if kept:
             _copy_kept(conn, previous, kept)
         with conn:
-            _insert_articles(conn, articles, now)
+            _insert_articles(conn, without_repeats(articles), now)
             conn.execute("INSERT INTO meta VALUES ('rescraped_at', ?)", (now.isoformat(),))
         counts = (
             conn.execute("SELECT count(*) FROM articles").fetchone()[0],
@@ -58,8 +61,13 @@ def _copy_kept(conn: sqlite3.Connection, previous: Path, urls: Iterable[str]) ->
         conn.executemany("INSERT OR IGNORE INTO kept VALUES (?)", ((url,) for url in urls))
         conn.execute("INSERT INTO articles SELECT * FROM old.articles WHERE url IN temp.kept")
         conn.execute(
-            "INSERT INTO passages (title, body, url, seq) "
-            "SELECT title, body, url, seq FROM old.passages WHERE url IN temp.kept"
+            "INSERT INTO passages (rowid, title, heading, body, url, anchor, seq) "
+            "SELECT rowid, title, heading, body, url, anchor, seq FROM old.passages "
+            "WHERE url IN temp.kept"
+        )
+        conn.execute(
+            "INSERT INTO vectors SELECT v.* FROM old.vectors AS v JOIN old.passages AS p "
+            "ON p.rowid = v.passage WHERE p.url IN temp.kept"
         )
     conn.execute("DETACH DATABASE old")
 
@@ -71,12 +79,21 @@ def _insert_articles(conn: sqlite3.Connection, articles: list[Article], now: dat
             (article.url, article.title, article.etag, article.last_modified, now.isoformat()),
         )
         conn.executemany(
-            "INSERT INTO passages (title, body, url, seq) VALUES (?, ?, ?, ?)",
+            "INSERT INTO passages (title, heading, body, url, anchor, seq) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
             (
-                (article.title, text, article.url, seq)
-                for seq, text in enumerate(split_passages(article.text))
+                (article.title, heading, text, article.url, anchor, seq)
+                for seq, (heading, anchor, text) in enumerate(_passages(article))
             ),
         )
+
+
+def _passages(article: Article) -> Iterator[tuple[str, str | None, str]]:
+    """(heading path, anchor, text) of each passage of the article, in page order."""
+    sections = article.sections or (Section((article.title,), None, article.text),)
+    for section in sections:
+        for text in split_passages(section.text):
+            yield section.heading, section.anchor, text
 
 
 def _fsync(path: Path) -> None:

@@ -75,13 +75,11 @@ class Crawl:
             self._unchanged(url)
             return
         try:
-            title, text = await asyncio.to_thread(extract_article, response.body, url)
+            page = await asyncio.to_thread(extract_article, response.body, url)
         except NoArticleText as error:
             self._fail(url, str(error), keep_old=False)
             return
-        self.outcome.articles.append(
-            Article(url, title, text, response.etag, response.last_modified)
-        )
+        self.outcome.articles.append(page.article(url, response.etag, response.last_modified))
         self._progress.count("fetched")
 
     def _unchanged(self, url: str) -> None:

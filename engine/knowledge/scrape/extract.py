@@ -1,26 +1,45 @@
-"""The main text and title of an article page, without navigation, footer and other chrome."""
+"""The title and sections of a page, without navigation, footer and other chrome.
+
+A page with a recognisable main container is read by ``sections.py`` (documentation: split at
+its headings); any other by trafilatura, a general article extractor, as one section.
+"""
 
 from __future__ import annotations
 
 import trafilatura
 from trafilatura.settings import Document
 
+from config.errors import ConciergeError
+from engine.knowledge.models import Section
+from engine.knowledge.scrape.sections import Page, page_sections
+
 MIN_TEXT_CHARS = 20  # less than this is a stub or an index page, not an article
 
 
-class NoArticleText(Exception):
-    """The page has no main text we can use; the message says why."""
+class NoArticleText(ConciergeError):
+    """The page has no main text we can use; the message says why. Like ``FetchError``, it
+    ends one page (its reason goes in the rescrape's report) and never the command."""
 
 
-def extract_article(html: bytes, url: str) -> tuple[str, str]:
-    """(title, text) of the page. CPU-bound: call it from a worker thread."""
+def extract_article(html: bytes, url: str) -> Page:
+    """The page's title and sections. CPU-bound: call it from a worker thread."""
     try:
-        document = trafilatura.bare_extraction(
-            html, url=url, with_metadata=True, include_comments=False, include_tables=True
-        )
+        page = page_sections(html) or _general_extraction(html, url)
+    except NoArticleText:
+        raise
     except Exception as error:  # a parser bug on one odd page must not end the crawl
         raise NoArticleText(f"could not parse the page: {type(error).__name__}") from error
+    if len(page.text.strip()) < MIN_TEXT_CHARS:
+        raise NoArticleText("no article text found")
+    return page
+
+
+def _general_extraction(html: bytes, url: str) -> Page:
+    document = trafilatura.bare_extraction(
+        html, url=url, with_metadata=True, include_comments=False, include_tables=True
+    )
     text = (document.text or "").strip() if isinstance(document, Document) else ""
     if not isinstance(document, Document) or len(text) < MIN_TEXT_CHARS:
         raise NoArticleText("no article text found")
-    return (document.title or url).strip(), text
+    title = (document.title or url).strip()
+    return Page(title, (Section((title,), None, text),))

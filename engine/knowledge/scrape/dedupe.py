@@ -1,0 +1,80 @@
+"""Text a site repeats is stored once: identical pages, and blocks pasted into many pages.
+
+On real documentation a quarter of all text can be the same blocks ("Configuration",
+"See also", a licence note) pasted into many pages, and some pages are byte-identical copies
+(docs/quality.md, "Real documentation"). Stored everywhere, such a block matches a question
+on every page that holds it and crowds the search with copies. So a page whose text (or
+``rel=canonical``) names another page of the same rescrape is left out, and a line that
+stands in at least ``SHARED_MIN_PAGES`` pages is kept in the first of them only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from engine.knowledge.models import Article, Section
+
+SHARED_MIN_PAGES = 3  # a line in this many pages is a shared block, not a page's own text
+SHARED_MIN_CHARS = 40  # shorter lines ("Example", "import json") are not blocks
+SPACES_RE = re.compile(r"\s+")
+
+
+def without_repeats(articles: Sequence[Article]) -> list[Article]:
+    """``articles`` without copies of one another, each shared line kept in its first page."""
+    unique = _distinct_pages(articles)
+    shared = _shared_lines(unique)
+    seen: set[str] = set()
+    kept: list[Article] = []
+    for article in unique:
+        sections = tuple(_without_seen(section, shared, seen) for section in _sections(article))
+        kept.append(replace(article, sections=tuple(s for s in sections if s.text)))
+    return kept
+
+
+def _distinct_pages(articles: Sequence[Article]) -> list[Article]:
+    """The first of pages with the same text, and no page whose canonical is another page."""
+    urls = {article.url for article in articles}
+    seen: set[str] = set()
+    distinct: list[Article] = []
+    for article in articles:
+        canonical = article.canonical
+        if canonical and canonical != article.url and canonical in urls:
+            continue
+        digest = hashlib.sha256(_normal(article.text).encode()).hexdigest()
+        if digest not in seen:
+            seen.add(digest)
+            distinct.append(article)
+    return distinct
+
+
+def _shared_lines(articles: Iterable[Article]) -> set[str]:
+    pages_holding: Counter[str] = Counter()
+    for article in articles:
+        lines = {_normal(line) for line in article.text.splitlines()}
+        pages_holding.update(line for line in lines if len(line) >= SHARED_MIN_CHARS)
+    return {line for line, pages in pages_holding.items() if pages >= SHARED_MIN_PAGES}
+
+
+def _without_seen(section: Section, shared: set[str], seen: set[str]) -> Section:
+    """The section without the shared lines an earlier page (or section) already holds."""
+    lines: list[str] = []
+    for line in section.text.splitlines():
+        normal = _normal(line)
+        if normal in shared:
+            if normal in seen:
+                continue
+            seen.add(normal)
+        lines.append(line)
+    return Section(section.path, section.anchor, "\n".join(lines).strip())
+
+
+def _sections(article: Article) -> tuple[Section, ...]:
+    return article.sections or (Section((article.title,), None, article.text),)
+
+
+def _normal(text: str) -> str:
+    return SPACES_RE.sub(" ", text).strip().lower()

@@ -1,0 +1,255 @@
+"""A page's main content as sections: each heading's text, with its heading path and anchor.
+
+Documentation pages are long and framed by chrome: a navigation bar, a sidebar with the
+page's table of contents, "Show source" and "Edit this page" links, version banners, a
+footer. Stored as article text, that chrome came back as answers, and a 56,000-character page
+was one article in which the answer could not be found (docs/quality.md, "Real documentation").
+So the page's main container is found (``<main>``, ``role=main``, ``<article>``, or a theme's
+usual body), the chrome inside it is dropped, and the text is split at its headings: every
+section carries the path of headings above it ("Data Structures > More on Lists") and the
+id a link can point to (``page#more-on-lists``).
+
+A page with no recognisable main container returns None: the caller falls back to a general
+extractor (trafilatura), which reads article-like pages well.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from lxml import html as lxml_html
+from lxml.etree import ParserError, _Element
+
+from engine.knowledge.models import Article, Section
+
+# Where a page's own content lives, most specific first.
+MAIN_XPATHS = (
+    "//*[@role='main']",
+    "//main",
+    "//article",
+    "//*[contains(concat(' ', normalize-space(@class), ' '), ' body ')][.//h1]",
+    "//*[@id='content' or @id='main-content' or @id='main']",
+)
+# Chrome that themes put inside the main container too.
+DROPPED_TAGS = frozenset(
+    "nav aside footer script style noscript template form button select svg iframe".split()
+)
+# Class or id words of chrome that themes put inside the main container too (whole words:
+# Sphinx's "toc-backref" is a heading's own link, not a table of contents).
+DROPPED_NAMES = re.compile(
+    r"headerlink|toc|table-of-contents|sphinxsidebar|related|breadcrumbs?|edit-?this-?page|"
+    r"navigation|navbar|sidebar|version-?(?:badge|switcher|banner|warning)|skip-?link|"
+    r"prev-?next|pagination|feedback|copy-?button|sr-only|visually-hidden|footer",
+    re.IGNORECASE,
+)
+HEADING_TAGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+BLOCK_TAGS = frozenset(
+    "p div section article li ul ol dl dt dd pre blockquote table thead tbody tr caption "
+    "figure figcaption br hr details summary header".split()
+)
+CELL_TAGS = frozenset({"td", "th"})
+PERMALINK_MARKS = "¶#🔗§"  # the characters themes append to a heading as its link
+MIN_MAIN_CHARS = 20  # less is a stub: the general extractor reads the page instead
+ENTRY_NAME_CHARS = 80  # an entry with no parameters named by a long phrase: its start
+SPACES_RE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    title: str
+    sections: tuple[Section, ...]
+    canonical: str | None = None  # the page's rel=canonical address, when it gives one
+
+    @property
+    def text(self) -> str:
+        return "\n".join(section.text for section in self.sections)
+
+    def article(
+        self, url: str, etag: str | None = None, last_modified: str | None = None
+    ) -> Article:
+        """The page as the knowledge base stores it."""
+        return Article(
+            url, self.title, self.text, etag, last_modified, self.sections, self.canonical
+        )
+
+
+def page_sections(html: bytes) -> Page | None:
+    """The page's title and the sections of its main content; None when it has no
+    recognisable main container (or too little text in it)."""
+    try:
+        root = lxml_html.document_fromstring(html)
+    except (ParserError, ValueError):
+        return None
+    main = _main_container(root)
+    if main is None:
+        return None
+    _drop_chrome(main)
+    sections = _Splitter().split(main)
+    if sum(len(section.text) for section in sections) < MIN_MAIN_CHARS:
+        return None
+    title = sections[0].path[0] if sections[0].path else _document_title(root)
+    if not sections[0].path:  # text before the first heading: under the page's title
+        sections[0] = Section((title,), None, sections[0].text)
+    return Page(title, tuple(sections), _canonical(root))
+
+
+def heading_text(element: _Element) -> str:
+    """A heading's words, without the permalink mark a theme appends ("Errors¶")."""
+    text = _spaced(element.text_content()).strip()
+    return text.rstrip(PERMALINK_MARKS).strip()
+
+
+def _main_container(root: _Element) -> _Element | None:
+    for xpath in MAIN_XPATHS:
+        found = root.xpath(xpath)
+        if found:
+            return max(found, key=lambda element: len(element.text_content()))
+    return None
+
+
+def _drop_chrome(main: _Element) -> None:
+    """Remove the navigation, tables of contents, permalinks and the like inside ``main``."""
+    doomed = [
+        element
+        for element in main.iter()
+        if isinstance(element.tag, str)
+        and element is not main
+        and (
+            element.tag in DROPPED_TAGS
+            or _is_chrome_name(element.get("class", "") + " " + element.get("id", ""))
+            or element.get("role") in ("navigation", "search", "banner", "contentinfo")
+            or element.get("aria-hidden") == "true"
+            or element.get("hidden") is not None
+        )
+    ]
+    for element in doomed:
+        if element.getparent() is not None:
+            element.drop_tree()  # keeps the element's tail text
+
+
+def _is_chrome_name(names: str) -> bool:
+    return any(DROPPED_NAMES.fullmatch(name) for name in names.split())
+
+
+class _Splitter:
+    """Walks the main container in document order, cutting a section at every heading."""
+
+    def __init__(self) -> None:
+        self.sections: list[Section] = []
+        self.path: list[tuple[int, str]] = []  # (level, text) of the headings above
+        self.entries: list[tuple[_Element, str, str]] = []  # open API entries: (dl, name, id)
+        self.anchor: str | None = None
+        self.heading_anchor: str | None = None
+        self.lines: list[str] = []
+        self.line: list[str] = []
+
+    def split(self, main: _Element) -> list[Section]:
+        self._walk(main)
+        self._close_section()
+        return self.sections or [Section((), None, "")]
+
+    def _walk(self, element: _Element) -> None:
+        tag = element.tag if isinstance(element.tag, str) else ""
+        if tag in HEADING_TAGS:
+            self._heading(element, HEADING_TAGS[tag])
+        elif tag == "dt" and element.get("id"):
+            self._entry(element)
+        elif tag == "pre":
+            self._break()
+            self.lines.extend(line.rstrip() for line in element.text_content().splitlines())
+        else:
+            self._walk_children(element, tag)
+
+    def _walk_children(self, element: _Element, tag: str) -> None:
+        block = tag in BLOCK_TAGS
+        if block:
+            self._break()
+        if tag and element.text:
+            self.line.append(element.text)
+        for child in element:
+            self._walk(child)
+            if child.tail:
+                self.line.append(child.tail)
+        if tag in CELL_TAGS:
+            self.line.append(" | ")
+        if block:
+            self._break()
+        if self.entries and self.entries[-1][0] is element:  # the entry's list ends
+            self._close_section()
+            self.entries.pop()
+            self.anchor = self.entries[-1][2] if self.entries else self.heading_anchor
+
+    def _heading(self, element: _Element, level: int) -> None:
+        text = heading_text(element)
+        if not text:
+            return
+        self._close_section()
+        self.path = [(lvl, words) for lvl, words in self.path if lvl < level] + [(level, text)]
+        self.entries = []
+        self.anchor = self.heading_anchor = _anchor_of(element)
+
+    def _entry(self, term: _Element) -> None:
+        """An API entry or a glossary term (``<dt id=...>``): a section of its own, named by
+        its first words under the headings above it, until its list ends."""
+        self._close_section()
+        name = _entry_name(heading_text(term))
+        dl = term.getparent()
+        self.entries = [entry for entry in self.entries if entry[0] is not dl]
+        self.entries.append((dl, name, str(term.get("id"))))
+        self.anchor = str(term.get("id"))
+        self.line.append(heading_text(term))
+        self._break()
+
+    def _break(self) -> None:
+        line = _spaced("".join(self.line)).strip(" |")
+        if line:
+            self.lines.append(line)
+        self.line = []
+
+    def _close_section(self) -> None:
+        self._break()
+        text = "\n".join(line for line in self.lines if line.strip())
+        path = tuple(words for _, words in self.path) + tuple(e[1] for e in self.entries)
+        if text:
+            self.sections.append(Section(path, self.anchor, text))
+        self.lines = []
+
+
+def _anchor_of(heading: _Element) -> str | None:
+    """The id a link to the heading's section takes: the heading's own, an anchor inside it,
+    or its enclosing ``<section>``'s (Sphinx puts it there)."""
+    if heading.get("id"):
+        return str(heading.get("id"))
+    for inner in heading.iter("a"):
+        if inner.get("id") or inner.get("name"):
+            return str(inner.get("id") or inner.get("name"))
+    parent = heading.getparent()
+    if parent is not None and parent.tag in ("section", "div") and parent.get("id"):
+        first_heading = next((c for c in parent if c.tag in HEADING_TAGS), None)
+        if first_heading is heading:
+            return str(parent.get("id"))
+    return None
+
+
+def _entry_name(signature: str) -> str:
+    """ "json.dumps(obj, *, skipkeys=False, ...)" -> "json.dumps()": the name, not the list."""
+    name = signature.split("(", 1)[0].strip() + ("()" if "(" in signature else "")
+    return name[:ENTRY_NAME_CHARS]
+
+
+def _document_title(root: _Element) -> str:
+    """The page's ``<title>``, without the site's name after a dash or a bar."""
+    title = _spaced(root.findtext(".//title") or "").strip()
+    return re.split(r"\s+[\u2014\u2013|-]\s+", title)[0] if title else ""  # em/en dash
+
+
+def _canonical(root: _Element) -> str | None:
+    for link in root.iter("link"):
+        if "canonical" in (link.get("rel") or "").lower().split() and link.get("href"):
+            return str(link.get("href")).strip()
+    return None
+
+
+def _spaced(text: str) -> str:
+    return SPACES_RE.sub(" ", text)

@@ -1,0 +1,104 @@
+"""Real documentation pages (eval/realdocs: Python's docs as Debian ships them) read as their
+main content split into sections, without the chrome; text a site repeats stored once."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from engine.knowledge.models import Article, Section
+from engine.knowledge.scrape.builder import build_kb
+from engine.knowledge.scrape.dedupe import SHARED_MIN_PAGES, without_repeats
+from engine.knowledge.scrape.extract import extract_article
+from engine.knowledge.scrape.sections import page_sections
+from engine.knowledge.store import KnowledgeBase
+
+SITE = Path(__file__).resolve().parent.parent / "eval" / "realdocs" / "site"
+CHROME = ("Table of Contents", "Previous topic", "Next topic", "Show Source", "Report a Bug",
+          "3.11.2 Documentation", "Navigation", "¶", "Please donate")  # fmt: skip
+
+
+def page(path: str) -> bytes:
+    return (SITE / path).read_bytes()
+
+
+@pytest.mark.parametrize(
+    "path", ["tutorial/errors.html", "library/json.html", "faq/programming.html", "glossary.html"]
+)
+def test_no_chrome_in_a_real_page(path: str) -> None:
+    found = extract_article(page(path), f"http://docs.example/{path}")
+
+    assert not [mark for mark in CHROME if mark in found.text or mark in found.title]
+    assert all(mark not in section.heading for section in found.sections for mark in CHROME)
+
+
+def test_a_long_page_is_split_at_its_headings_with_their_path_and_anchor() -> None:
+    found = page_sections(page("tutorial/errors.html"))
+
+    assert found is not None and found.title == "8. Errors and Exceptions"
+    headings = {section.heading: section for section in found.sections}
+    raising = headings["8. Errors and Exceptions \u203a 8.4. Raising Exceptions"]
+    assert raising.anchor == "raising-exceptions"
+    assert raising.text.startswith("The raise statement allows the programmer")
+    # the section trafilatura used to drop
+    assert "8. Errors and Exceptions \u203a 8.9. Raising and Handling Multiple Unrelated" \
+        " Exceptions" in headings  # fmt: skip
+
+
+def test_api_entries_and_glossary_terms_are_sections_of_their_own() -> None:
+    json_page = page_sections(page("library/json.html"))
+    glossary = page_sections(page("glossary.html"))
+
+    assert json_page is not None and glossary is not None
+    dumps = next(s for s in json_page.sections if s.anchor == "json.dumps")
+    assert (
+        dumps.path[-1] == "json.dumps()" and "Serialize obj to a JSON formatted str" in dumps.text
+    )
+    term = next(s for s in glossary.sections if s.anchor == "term-decorator")
+    assert term.path == ("Glossary", "decorator") and "@wrapper" in term.text
+
+
+def test_a_page_without_a_main_container_goes_to_the_general_extractor() -> None:
+    html = b"<html><head><title>Hi</title></head><body><p>" + b"Plain words. " * 20 + b"</p>"
+
+    assert page_sections(html) is None
+    assert "Plain words." in extract_article(html + b"</body></html>", "http://x.example/").text
+
+
+def article(url: str, *lines: str) -> Article:
+    return Article(url, url, "\n".join(lines))
+
+
+def test_a_block_pasted_into_many_pages_is_kept_once_and_a_copy_of_a_page_not_at_all() -> None:
+    block = "Configuration: set the cache folder with the cache option in the config file."
+    pages = [article(f"http://x.example/{n}", f"Page {n} has its own words here.", block)
+             for n in range(SHARED_MIN_PAGES)]  # fmt: skip
+    copy = replace(pages[1], url="http://x.example/copy")
+    canonical = replace(article("http://x.example/c", "Other words."), canonical=pages[0].url)
+
+    kept = without_repeats([*pages, copy, canonical])
+
+    assert [a.url for a in kept] == [p.url for p in pages]
+    texts = ["\n".join(s.text for s in a.sections) for a in kept]
+    assert [block in text for text in texts] == [True] + [False] * (SHARED_MIN_PAGES - 1)
+    assert all(f"Page {n} has its own words" in texts[n] for n in range(SHARED_MIN_PAGES))
+
+
+def test_passages_carry_their_section_and_link_to_it(tmp_path: Path) -> None:
+    url = "http://docs.example/tutorial/errors.html"
+    path = tmp_path / "kb.sqlite3"
+    build_kb(path, path, [extract_article(page("tutorial/errors.html"), url).article(url)], [],
+             datetime.now(UTC))  # fmt: skip
+
+    found = KnowledgeBase(path).search("raising exceptions", 3)
+
+    assert found and found[0].link == f"{url}#raising-exceptions"
+    assert found[0].heading.endswith("8.4. Raising Exceptions")
+
+
+def test_a_section_of_one_line_survives_the_trip() -> None:
+    section = Section(("A", "B"), "b", "words")
+    assert section.heading == "A \u203a B"
