@@ -11,10 +11,13 @@ from contextlib import contextmanager
 from typing import Literal
 
 from bots.ask import Ask, Kind
-from bots.history import last_turns, within_body
+from bots.history import HISTORY_TURN_MAX_CHARS, last_turns, within_body
 from bots.session import Detached, Session, SessionRegistry, StopRequested
-from broker.amqp import Broker, Envelope, QueueFull, ReplyQueueTaken
+from broker.amqp import Broker
+from broker.errors import QueueFull, ReplyQueueTaken
+from broker.messages import Envelope
 from broker.protocol import TERMINAL_TYPES, Cancel, Feedback, ReplyEvent, Request, make_request
+from config.errors import ConciergeError
 from config.settings import ConfigError, Settings
 from config.texts import Locale, locale_of, t
 
@@ -34,7 +37,7 @@ LOCALE_KEY = "locale"  # only when it is not CONCIERGE_LOCALE (a context holds 8
 Vote = Literal["up", "down", "none"]
 
 
-class AskRefused(Exception):
+class AskRefused(ConciergeError):
     """The request was not queued; the message says why, in words for the asker."""
 
 
@@ -102,7 +105,7 @@ class ConciergeClient:
         self._check_limits(ask.question, ask.asker, locale)
         settings = self.settings
         history, cut = last_turns(
-            ask.history, settings.history_max_messages, settings.history_max_chars
+            ask.history, settings.history_max_messages, HISTORY_TURN_MAX_CHARS
         )
         request = make_request(
             reply_to=self.bot_id,

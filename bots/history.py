@@ -27,10 +27,14 @@ from dataclasses import dataclass, field
 from bots.renderer import Status, status_of
 from broker.history_window import block_start
 from broker.protocol import MAX_BODY_BYTES, MAX_HISTORY_TURN_CHARS, HistoryTurn, Request, encode
+from config.text_helpers import shorten
 
 STOPPED_MARK = " [stopped]"  # an answer someone stopped: the text it showed, then this
 CUT_OFF_MARK = " [cut off]"  # one that failed, timed out or was still being written
 TRUNCATED_MARK = "…"  # a turn over the character cap keeps its start, then this
+# Each earlier turn sent is cut to this (the protocol allows 8,000): a dozen such turns of
+# plain text fit a request's 64 KiB body.
+HISTORY_TURN_MAX_CHARS = 4000
 # The engine's list of the articles an answer used ("Sources:" then "- Title <url>" lines).
 SOURCES_RE = re.compile(r"\n*Sources:\n(?:- [^\n]*(?:\n|\Z))+\s*\Z")
 
@@ -122,10 +126,7 @@ def answer_text(body: str, footer: str) -> tuple[str, str]:
 
 def _capped(text: str, mark: str, max_chars: int) -> str:
     """``text`` and ``mark`` in at most ``max_chars``: the start of a longer text is kept."""
-    room = max_chars - len(mark)
-    if len(text) > room:
-        text = text[: max(0, room - len(TRUNCATED_MARK))] + TRUNCATED_MARK
-    return (text + mark)[:max_chars]
+    return (shorten(text, max_chars - len(mark), TRUNCATED_MARK) + mark)[:max_chars]
 
 
 def last_turns(

@@ -5,16 +5,18 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from cachetools import LRUCache
+
 from broker.protocol import Expired, ReplyEvent, Request
+from config.errors import ConciergeError
 from config.texts import Locale, t
 
 
-class ReplyTimeout(Exception):
+class ReplyTimeout(ConciergeError):
     """No event came back within the reply timeout."""
 
 
@@ -109,7 +111,7 @@ class SessionRegistry:
 
     def __init__(self) -> None:
         self._sessions: dict[str, Session] = {}
-        self._ended: OrderedDict[str, None] = OrderedDict()
+        self._ended: LRUCache[str, None] = LRUCache(ENDED_REMEMBERED)
 
     def add(self, session: Session) -> None:
         self._sessions[session.session_id] = session
@@ -120,8 +122,6 @@ class SessionRegistry:
     def remove(self, session_id: str) -> None:
         if self._sessions.pop(session_id, None) is not None:
             self._ended[session_id] = None
-            if len(self._ended) > ENDED_REMEMBERED:
-                self._ended.popitem(last=False)
 
     def ended(self, session_id: str) -> bool:
         """Whether this process showed ``session_id`` and has finished with it."""

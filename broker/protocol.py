@@ -14,6 +14,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from config.errors import ConciergeError
 from config.texts import Locale
 
 # 2: requests carry a context, echoed in events; token events batch.
@@ -27,6 +28,8 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_QUESTION_CHARS = 16_000
 
 REQUEST_ROUTING_KEY = "request"
+# A full request queue refuses at once ("busy"); every process declares the same length.
+REQUEST_QUEUE_MAX_LENGTH = 1000
 FEEDBACK_QUEUE_MAX_LENGTH = 100_000  # votes waiting for an engine; the oldest go first
 ERROR_HEADER = "x-concierge-error"
 
@@ -244,8 +247,9 @@ TERMINAL_TYPES = frozenset({"done", "cancelled", "failed", "expired"})
 _reply_adapter: TypeAdapter[ReplyEvent] = TypeAdapter(ReplyEvent)
 
 
-class ProtocolError(ValueError):
-    """A message that is not valid protocol; ``reason`` says why in one line."""
+class ProtocolError(ConciergeError, ValueError):
+    """A message that is not valid protocol; ``reason`` says why in one line (for the
+    dead-letter queue's header and the log, never for a person)."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)

@@ -11,16 +11,19 @@ import socket
 import aiohttp
 from aiormq.exceptions import ProbableAuthenticationError
 
-from broker.amqp import BrokerUnavailable
+from broker.errors import BrokerUnavailable
+from config.errors import EXIT_UNAVAILABLE, ConciergeError
 
 
-class ConsoleFailed(Exception):
+class ConsoleFailed(ConciergeError):
     """The web console's process (run by ``concierge up``) stopped before it served: its own
-    one line and exit code."""
+    one line and exit code (the child's, so a refused port still exits 78)."""
 
-    def __init__(self, message: str, code: int) -> None:
+    exit_code = EXIT_UNAVAILABLE
+
+    def __init__(self, message: str, exit_code: int = EXIT_UNAVAILABLE) -> None:
         super().__init__(message)
-        self.message, self.code = message, code
+        self.exit_code = exit_code
 
 
 START_RABBITMQ = "start it with 'rabbitmq-server -detached' (or 'docker compose up -d rabbitmq')"

@@ -21,7 +21,7 @@ from bots.client import AskRefused, ConciergeClient
 from bots.history import SOURCES_RE
 from bots.session import ReplyTimeout, Session
 from bots.terminal.chat import one_off
-from broker.amqp import peek_queues
+from broker.peek import peek_queues
 from broker.protocol import Cancelled, Done, Expired, Failed, HistoryTurn, Names
 from cli.eval_scoring import (
     Case,
@@ -34,6 +34,7 @@ from cli.eval_scoring import (
     summarize,
 )
 from config.settings import Settings
+from config.text_helpers import shorten
 
 EXIT_OK = 0
 EXIT_BAD_INPUT = 2  # as argparse exits for a bad command line
@@ -206,10 +207,7 @@ def summary_lines(summary: Summary) -> list[str]:
 
 
 def _preview(answer: str) -> str:
-    flat = " ".join(answer.split())
-    if len(flat) <= ANSWER_PREVIEW_CHARS:
-        return flat
-    return flat[: ANSWER_PREVIEW_CHARS - 1] + "…"
+    return shorten(" ".join(answer.split()), ANSWER_PREVIEW_CHARS)
 
 
 def _json(document: object) -> str:

@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from broker.protocol import MAX_HISTORY_TURNS
+from config.errors import EXIT_USAGE, ConciergeError
 from engine.answering.wording import WORDING
 from engine.generation.repetition import RepetitionDetector
 
@@ -56,8 +57,10 @@ NUMBER_RE = re.compile(r"\d+(?:[,.:]\d+)*")  # 16:50, 1,200, 3.5, 12
 APPROXIMATE_TOKEN_RE = re.compile(r"\s*[A-Za-z\u00c0-\u024f]+|\s*\d|\s*\S|\s+")
 
 
-class CaseFileError(Exception):
+class CaseFileError(ConciergeError):
     """The questions file cannot be used; the message names the file and the line."""
+
+    exit_code = EXIT_USAGE  # a bad input, as a bad command line is
 
 
 class Case(BaseModel):

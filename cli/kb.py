@@ -16,6 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from config.settings import Settings
+from config.text_helpers import shorten
 from engine.feedback.store import FeedbackReport, read_report
 from engine.knowledge.store import KnowledgeBase
 
@@ -68,9 +69,7 @@ def kb_search(settings: Settings, words: str, limit: int = 5) -> int:
         return 1
     table = Table("relevance\n(bm25, higher\nis better)", "article", "passage", show_lines=True)
     for passage in passages:
-        excerpt = passage.text
-        if len(excerpt) > EXCERPT_CHARS:
-            excerpt = excerpt[:EXCERPT_CHARS] + "…"
+        excerpt = shorten(passage.text, EXCERPT_CHARS)
         table.add_row(relevance(passage.score), f"{passage.title}\n{passage.url}", excerpt)
     console.print(table)
     return 0

@@ -13,20 +13,18 @@ from typing import TYPE_CHECKING, TextIO
 
 import aiohttp
 
-from broker.amqp import BrokerUnavailable
-from cli.errors import ConsoleFailed, broker_unavailable, platform_unreachable
+from broker.errors import BrokerUnavailable
+from cli.errors import broker_unavailable, platform_unreachable
 from cli.eval import add_eval_parser, eval_command
+from config.errors import EXIT_UNAVAILABLE, EXIT_USAGE, ConciergeError
 from config.logging import setup_logging
-from config.settings import ConfigError, Settings, load_settings
-from engine.backends.base import BackendUnavailable
+from config.removed import warn_of_removed_settings
+from config.settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from cli.console.process import ConsoleProcess
     from engine.worker import Worker
 
-EXIT_USAGE = 2  # argparse's code: `concierge` or `concierge kb` alone prints the help
-EXIT_CONFIG = 78  # EX_CONFIG
-EXIT_UNAVAILABLE = 69  # EX_UNAVAILABLE
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it
 PLATFORMS = {"discord": "Discord", "slack": "Slack"}  # named when their command cannot connect
 CHAT_LOG = Path("concierge.log")  # the log of `concierge up` with the terminal chat
@@ -280,34 +278,34 @@ def _fail(message: str, code: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; an error of ours ends it with its class's one line and exit code."""
     args = build_parser().parse_args(argv)
     if args.command is None or (args.command == "kb" and args.kb_command is None):
         args.show_help()
         return EXIT_USAGE
     try:
-        settings = load_settings()
-    except ConfigError as error:
-        return _fail(str(error), EXIT_CONFIG)
+        return _run(args)
+    except BrokerUnavailable as error:  # its cause is aiormq's, read in cli/errors.py
+        return _fail(broker_unavailable(error), error.exit_code)
+    except ConciergeError as error:
+        return _fail(error.user_message, error.exit_code)
+    except aiohttp.ClientConnectorError as error:  # from inside discord.py or slack-sdk
+        return _fail(platform_unreachable(error, PLATFORMS.get(args.command)), EXIT_UNAVAILABLE)
+    except KeyboardInterrupt:  # Ctrl+C before a command took it over (connecting): no traceback
+        return EXIT_INTERRUPTED
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Settings, logging, the command: inside ``main``'s one ``try``, so a bad setting ends
+    the same way as a failure in the command (``ConfigError``: its line, exit 78)."""
+    settings = load_settings()
     setup_logging(
         settings.log_level,
         json_lines=settings.log_json,
         stream=_log_stream(args.command, settings),
-        library_level=settings.log_level_libraries,
     )
-    try:
-        return asyncio.run(_dispatch(args, settings))
-    except BackendUnavailable as error:  # CONCIERGE_BACKEND=openai: the model server
-        return _fail(str(error), EXIT_UNAVAILABLE)
-    except BrokerUnavailable as error:
-        return _fail(broker_unavailable(error), EXIT_UNAVAILABLE)
-    except aiohttp.ClientConnectorError as error:  # from inside discord.py or slack-sdk
-        return _fail(platform_unreachable(error, PLATFORMS.get(args.command)), EXIT_UNAVAILABLE)
-    except ConfigError as error:
-        return _fail(str(error), EXIT_CONFIG)
-    except ConsoleFailed as error:  # the web console's process, under `up`: its own reason
-        return _fail(error.message, error.code)
-    except KeyboardInterrupt:  # Ctrl+C before a command took it over (connecting): no traceback
-        return EXIT_INTERRUPTED
+    warn_of_removed_settings()
+    return asyncio.run(_dispatch(args, settings))
 
 
 if __name__ == "__main__":

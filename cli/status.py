@@ -20,10 +20,10 @@ import aiohttp
 from rich.console import Console
 from rich.table import Table
 
-from broker.amqp import peek_queues
+from broker.peek import peek_queues
 from broker.protocol import Names
 from config.settings import Settings
-from engine.backends.openai.server import public_url
+from config.urls import masked_url
 from engine.knowledge.store import KnowledgeBase
 
 Health = dict[str, Any]  # the JSON of /healthz
@@ -168,7 +168,7 @@ def _why_not(health: Health) -> list[str]:
         reasons.append("the model is still loading")
     backend = health.get("backend")
     if isinstance(backend, dict) and backend.get("server_answering") is False:
-        where = f" at {public_url(str(backend['url']))}" if backend.get("url") else ""
+        where = f" at {masked_url(str(backend['url']))}" if backend.get("url") else ""
         reasons.append(f"the model server{where} does not answer")
     return reasons or ["its /healthz says it is not ok"]
 
@@ -211,7 +211,7 @@ def health_table(health: Health, url: str | None) -> Table:
 def backend_text(backend: Health) -> str:
     """``openai: <model> at <url>`` for a model server, ``llama: <file>`` in process."""
     kind, model = backend.get("kind", "?"), backend.get("model")
-    where = f" at {public_url(str(backend['url']))}" if backend.get("url") else ""
+    where = f" at {masked_url(str(backend['url']))}" if backend.get("url") else ""
     return f"{kind}: {model or 'its default model'}{where}"
 
 

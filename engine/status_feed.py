@@ -2,8 +2,8 @@
 
 A watcher that copied the bots' reply queues got every batch of tokens: about twenty messages a
 second while an answer streams, each routed by RabbitMQ, delivered, parsed and decoded once
-more, and those wake-ups on two cores cost the engine 3 to 5 % of its tokens/s
-(docs/console.md). A watcher redraws twice a second at most, so here every event goes out as
+more, and those wake-ups on two cores cost the engine tokens/s (docs/console.md, "What it
+costs the engine"). A watcher redraws twice a second at most, so here every event goes out as
 it is sent except tokens, which are merged: the first at once (the answer has begun), then
 what came during each ``every_s`` in one event, and what is left before the answer's end.
 The merged event keeps the header of the last batch in it (its ``seq``), and its ``tokens``

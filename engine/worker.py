@@ -15,13 +15,14 @@ import logging
 import time
 from typing import Protocol
 
-from broker.amqp import Broker, Envelope
+from broker.amqp import Broker
+from broker.messages import Envelope
 from broker.protocol import Cancel, ReplyEvent, Request
 from config.logging import session_context
 from config.settings import Settings
 from config.texts import Locale
 from engine.backends.base import Backend
-from engine.cancelled import CancelledSessions
+from engine.cancelled import CANCELLED_SESSIONS_MAX, CANCELLED_SESSIONS_TTL_S, CancelledSessions
 from engine.feedback.recorder import FeedbackRecorder
 from engine.health import Running
 from engine.jobs.answer import AnswerJob
@@ -64,9 +65,7 @@ class Worker:
         self.settings = settings
         self.broker = broker
         self.metrics = metrics or EngineMetrics(settings.engine_name)
-        self.cancelled = CancelledSessions(
-            settings.cancelled_sessions_max, settings.cancelled_sessions_ttl_s
-        )
+        self.cancelled = CancelledSessions(CANCELLED_SESSIONS_MAX, CANCELLED_SESSIONS_TTL_S)
         self.answers = AnswerJob(settings, backend, self.cancelled, broker.reply_queue_exists)
         self.rescrapes = RescrapeJob(settings, self.cancelled)
         self.feedback = FeedbackRecorder(settings.feedback_path, self.metrics)

@@ -1,14 +1,16 @@
 """Shared fixtures: unique broker names per test, the real model loaded once, a running engine.
 
 Everything runs against the real RabbitMQ (``CONCIERGE_BROKER_URL``, default the local one) and
-the real llama.cpp with SmolLM2-135M-Instruct.
+the real llama.cpp with SmolLM2-135M-Instruct. A test is marked ``broker`` or ``model`` by the
+fixtures it uses (``tests/marks_fixture.py``); the run deletes what it declares on the broker
+and fails if anything of its own is left there (``tests/topology_fixture.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,10 +22,45 @@ from engine.backends.base import Backend
 from engine.backends.configured import load_backend, model_options
 from engine.main import run_engine
 from engine.worker import Worker
+from tests.marks_fixture import GUARD, mark_by_fixtures
 from tests.site_fixture import FakeSite, ForeignSite
 from tests.site_fixture import start as start_site
+from tests.topology_fixture import TOPOLOGY, fail_on_leftovers
 
 LONG_QUESTION = "Write a very long, detailed story about a cat who travels around the world."
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``broker`` and ``model`` by the fixtures used: ``-m "not broker and not model"`` runs
+    the pure tests alone."""
+    mark_by_fixtures(items)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+    """The test whose marks a broker connection or a model load is checked against, from the
+    setup of its first fixture (a module's model, say) to its teardown."""
+    with GUARD.running(item):
+        return (yield)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    fail_on_leftovers(session)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _watched() -> Iterator[None]:
+    """Broker connections and model loads checked against the marks; broker names noted."""
+    with GUARD.watching(), TOPOLOGY.watching():
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _held_to_its_marks() -> Iterator[None]:
+    """Fails the test if it used RabbitMQ or the model unmarked, even where the code it ran
+    caught the error raised then."""
+    yield
+    GUARD.fail_if_misused()
 
 
 @pytest.fixture(scope="session")
@@ -66,28 +103,31 @@ def site_settings(settings: Settings, site: FakeSite, tmp_path: Path) -> Setting
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    """Settings whose broker names are unique to this test."""
-    return load_settings(
+async def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Settings]:
+    """Settings whose broker names are unique to this test; everything declared under them
+    (by the test, its engines, bots and processes) is deleted after it. A Discord or Slack
+    bot built meanwhile edits every 50 ms, so streaming shows in a short answer."""
+    monkeypatch.setattr("bots.discord.adapter.EDIT_INTERVAL_S", 0.05)
+    monkeypatch.setattr("bots.slack.adapter.EDIT_INTERVAL_S", 0.05)
+    unique = load_settings(
         prefix=f"test-{uuid.uuid4().hex[:12]}",
         max_tokens=48,
         temperature=0.0,
-        seed=7,
-        edit_interval_s=0.05,
         request_ttl_s=60,
-        reply_timeout_s=60,
         kb_path=tmp_path / "empty-kb.sqlite3",
         feedback_path=tmp_path / "feedback.sqlite3",
         metrics_port=0,  # no metrics server unless a test starts one
     )
+    TOPOLOGY.note(unique)
+    yield unique
+    await TOPOLOGY.delete(unique)
 
 
 @pytest.fixture
 async def broker(settings: Settings) -> AsyncIterator[Broker]:
-    """A connection with the topology declared; removes every queue of this test afterwards."""
+    """A connection with the topology declared (``settings`` deletes it afterwards)."""
     async with Broker(settings) as connection:
         yield connection
-        await delete_test_topology(connection, settings)
 
 
 async def delete_test_topology(broker: Broker, settings: Settings) -> None:

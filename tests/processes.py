@@ -3,14 +3,27 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
 from pathlib import Path
 
+from broker.protocol import Names
 from config.settings import Settings
+from tests.topology_fixture import TOPOLOGY
 
 ROOT = Path(__file__).resolve().parent.parent
+# ``concierge <role>`` with module constants replaced first (a fake platform's address, say):
+# what monkeypatch does in the test's own process. argv: the constants as JSON, then the role.
+WITH_CONSTANTS = """
+import importlib, json, sys
+for target, value in json.loads(sys.argv[1]).items():
+    module, name = target.rsplit(".", 1)
+    setattr(importlib.import_module(module), name, value)
+from cli.main import main
+sys.exit(main(sys.argv[2:]))
+"""
 
 
 def process_env(settings: Settings, **extra: str) -> dict[str, str]:
@@ -28,6 +41,16 @@ def process_env(settings: Settings, **extra: str) -> dict[str, str]:
     return env
 
 
+def note_own_queues(settings: Settings, extra: dict[str, str]) -> None:
+    """The queues named after the process, for the test's ``settings`` to delete: a killed
+    process cannot delete its own, and this one's names are in its environment only."""
+    names = Names(settings.prefix)
+    engine_name = extra.get("CONCIERGE_ENGINE_NAME", settings.engine_name)
+    TOPOLOGY.process_queues.add(names.cancel_queue(engine_name))
+    if bot_name := extra.get("CONCIERGE_BOT_NAME"):
+        TOPOLOGY.process_queues.add(names.reply_queue(bot_name))
+
+
 class ConciergeProcess:
     """``concierge <role>`` in a subprocess; its log lines are kept in ``lines``.
 
@@ -43,12 +66,21 @@ class ConciergeProcess:
 
     @classmethod
     async def start(
-        cls, settings: Settings, role: str = "engine", ready_mark: str = " ready", **extra: str
+        cls,
+        settings: Settings,
+        role: str = "engine",
+        ready_mark: str = " ready",
+        *,
+        constants: dict[str, object] | None = None,
+        **extra: str,
     ) -> ConciergeProcess:
+        """``extra`` are environment variables; ``constants`` (``"module.NAME": value``) are
+        set in the process before ``concierge`` runs."""
+        note_own_queues(settings, extra)
+        command = ["-c", WITH_CONSTANTS, json.dumps(constants)] if constants else ["-m", "cli.main"]
         process = await asyncio.create_subprocess_exec(
             sys.executable,
-            "-m",
-            "cli.main",
+            *command,
             role,
             stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.DEVNULL,

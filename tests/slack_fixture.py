@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from aiohttp.test_utils import TestServer
@@ -42,7 +43,6 @@ def slack_settings(settings: Settings) -> Settings:
             "slack_bot_token": SecretStr("xoxb-test"),
             "slack_app_token": SecretStr("xapp-test"),
             "slack_signing_secret": SecretStr(SIGNING_SECRET),
-            "slack_edit_interval_s": 0.05,
             "admin_user_ids": [ADMIN],
         }
     )
@@ -69,13 +69,20 @@ class Bot:
 
 @asynccontextmanager
 async def slack_bot(
-    settings: Settings, client: ConciergeClient, fake: FakeSlack, *, max_chars: int = BODY_CHARS
+    settings: Settings,
+    client: ConciergeClient,
+    fake: FakeSlack,
+    *,
+    max_chars: int = BODY_CHARS,
+    edit_interval_s: float = 0.05,
 ) -> AsyncIterator[Bot]:
-    """The real Bolt app and adapter behind the real HTTP listener. Leaving stops the answers
-    still running and waits a moment for them: nothing more is sent after it."""
+    """The real Bolt app and adapter behind the real HTTP listener, editing at most once per
+    ``edit_interval_s``. Leaving stops the answers still running and waits a moment for them:
+    nothing more is sent after it."""
     web = AsyncWebClient(token="xoxb-test", base_url=fake.api_url)
     app = build_app(settings, web, process_before_response=True)
-    adapter = SlackAdapter(settings, client, app, max_chars=max_chars)
+    with patch("bots.slack.adapter.EDIT_INTERVAL_S", edit_interval_s):  # read when it is built
+        adapter = SlackAdapter(settings, client, app, max_chars=max_chars)
     server = TestServer(events_web_app(app, SIGNING_SECRET), host="127.0.0.1")
     await server.start_server()
     slack = SlackDelivery(f"http://127.0.0.1:{server.port}{EVENTS_PATH}", SIGNING_SECRET, fake)

@@ -84,6 +84,7 @@ def test_the_parser_takes_every_benchmark_and_its_options() -> None:
         parser.parse_args(["bench", "cancel", "--depths", "a,b"])
 
 
+@pytest.mark.broker  # the bench rig connects on a prefix of its own
 async def test_bench_cancel_in_decode(bench_backend: BenchBackend, tmp_path: Path) -> None:
     settings = load_settings()
     config = CancelConfig(
@@ -110,6 +111,7 @@ async def test_bench_cancel_in_decode(bench_backend: BenchBackend, tmp_path: Pat
     await _check_topology_deleted(settings, doc["broker_prefix"])
 
 
+@pytest.mark.broker  # the bench rig connects on a prefix of its own
 async def test_bench_cancel_in_prefill(bench_backend: BenchBackend) -> None:
     config = CancelConfig(
         phase="prefill", depths=(0,), repeat=1, max_tokens=2, prompt_tokens=150,
@@ -130,6 +132,7 @@ async def test_bench_cancel_in_prefill(bench_backend: BenchBackend) -> None:
             assert run["outcome"] == "cancelled" and run["tokens_after_cancel"] <= 1
 
 
+@pytest.mark.broker  # the bench rig connects on a prefix of its own
 async def test_bench_stream(bench_backend: BenchBackend) -> None:
     config = StreamConfig(repeat=1, max_tokens=4, prompts=2)
     doc = await run_stream(load_settings(), bench_backend, config, _quiet)
@@ -146,8 +149,10 @@ async def test_bench_stream(bench_backend: BenchBackend) -> None:
     assert isinstance(summary["meets_target"], bool)
 
 
-async def test_bench_queue(backend: Backend) -> None:
-    settings = load_settings(cancelled_sessions_max=100)
+@pytest.mark.broker  # the bench rig connects on a prefix of its own
+async def test_bench_queue(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("engine.worker.CANCELLED_SESSIONS_MAX", 100)
+    settings = load_settings()
     config = QueueConfig(requests=5, max_tokens=2, bots=2, cancels_published=40, cancels_added=500)
     doc = await run_queue(settings, BenchBackend(backend, cold=False), config, _quiet)
     _check_envelope(doc, "queue")
@@ -161,6 +166,8 @@ async def test_bench_queue(backend: Backend) -> None:
     assert doc["memory"]["rss_after_cancels_bytes"] > 0
 
 
+@pytest.mark.broker  # the bench rig connects on a prefix of its own
+@pytest.mark.model  # and loads the model itself
 async def test_bench_command_prints_one_json_document_and_draws(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -177,6 +184,8 @@ async def test_bench_command_prints_one_json_document_and_draws(
     assert plot.stat().st_size > 0
 
 
+@pytest.mark.broker  # the bench rig connects on a prefix of its own
+@pytest.mark.model  # and loads the model itself
 async def test_bench_cancel_saves_its_document_where_the_console_reads_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -219,7 +228,8 @@ def test_a_failed_save_is_one_line_and_keeps_the_previous_file_whole(
 def test_plot_without_matplotlib_fails_at_once_naming_the_extra(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from cli.main import EXIT_CONFIG, main
+    from cli.main import main
+    from config.errors import EXIT_CONFIG
 
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
     assert main(["bench", "stream", "--plot", str(tmp_path / "stream.png")]) == EXIT_CONFIG

@@ -15,7 +15,9 @@ from aio_pika.abc import AbstractChannel, AbstractIncomingMessage
 from pydantic import SecretStr
 from yarl import URL
 
-from broker.amqp import Broker, Copy, Envelope, peek_queues
+from broker.amqp import Broker
+from broker.messages import Envelope
+from broker.peek import peek_queues
 from broker.protocol import (
     CONTENT_TYPE,
     ERROR_HEADER,
@@ -31,6 +33,7 @@ from broker.protocol import (
     encode,
     make_request,
 )
+from broker.taps import Copy
 from config.settings import Settings
 from tests.conftest import delete_test_topology
 

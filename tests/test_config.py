@@ -6,15 +6,23 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 from pathlib import Path
 from typing import get_origin
 
 import pytest
 
-from broker.amqp import safe_url
 from cli.main import _configured_adapters
 from config.logging import setup_logging
-from config.settings import ConfigError, Settings, default_model_path, load_settings
+from config.removed import REMOVED_SETTINGS, warn_of_removed_settings
+from config.settings import (
+    REPLY_TIMEOUT_MARGIN_S,
+    ConfigError,
+    Settings,
+    default_model_path,
+    load_settings,
+)
+from config.urls import masked_url
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -27,8 +35,8 @@ def test_the_default_model_is_smollm2_from_its_wheel() -> None:
 
 
 def test_invalid_values_name_the_field(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CONCIERGE_EDIT_INTERVAL_S", "soon")
-    with pytest.raises(ConfigError, match="edit_interval_s"):
+    monkeypatch.setenv("CONCIERGE_REQUEST_TTL_S", "soon")
+    with pytest.raises(ConfigError, match="request_ttl_s"):
         load_settings()
 
 
@@ -43,7 +51,7 @@ def test_secrets_never_appear_in_reprs_or_errors(
     shown = repr(settings) + str(settings) + caplog.text
     assert "discord-token-XYZ" not in shown
     assert "broker-pw-XYZ" not in shown
-    assert "broker-pw-XYZ" not in safe_url(settings.broker_url.get_secret_value())
+    assert "broker-pw-XYZ" not in masked_url(settings.broker_url.get_secret_value())
 
 
 def test_a_bad_secret_is_not_echoed_in_the_error(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -203,3 +211,60 @@ def test_discord_voice_warnings_and_the_duplicate_aiormq_line_are_dropped() -> N
     assert "voice will NOT be supported" not in shown
     assert "error when creating transport" not in shown
     assert "a warning worth seeing" in shown  # other lines of the same loggers still show
+
+
+# --- which settings there are -------------------------------------------------------------
+
+MAX_SETTINGS = 55  # issue #25: what an operator of a small VPS might change, no more
+SETTING_LINE = re.compile(r"^# (CONCIERGE_[A-Z_]+)=", re.MULTILINE)
+README_ROW = re.compile(r"^\| `(CONCIERGE_[A-Z_]+)` \|", re.MULTILINE)
+
+
+def test_env_example_the_model_and_the_readme_list_the_same_settings_in_the_same_groups() -> None:
+    in_model = [f"CONCIERGE_{name.upper()}" for name in Settings.model_fields]
+    in_example = SETTING_LINE.findall((ROOT / ".env.example").read_text())
+    readme = (ROOT / "README.md").read_text()
+    in_readme = README_ROW.findall(readme[readme.index("## Configuration") :])
+
+    assert len(in_model) <= MAX_SETTINGS
+    assert sorted(in_example) == sorted(in_model)  # each once
+    assert in_readme == in_example  # grouped the same way, in the same order
+    assert in_example[:8] == [  # the essentials first
+        "CONCIERGE_BROKER_URL",
+        "CONCIERGE_DISCORD_TOKEN",
+        "CONCIERGE_SLACK_BOT_TOKEN",
+        "CONCIERGE_SLACK_APP_TOKEN",
+        "CONCIERGE_SITE_SITEMAP_URL",
+        "CONCIERGE_SITE_FEED_URL",
+        "CONCIERGE_SITE_URLS",
+        "CONCIERGE_MODEL_PATH",
+    ]
+
+
+def test_a_removed_setting_still_given_is_named_in_a_warning_not_refused(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _clear_concierge_environment(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("CONCIERGE_TOP_P", "0.5")
+    (tmp_path / ".env").write_text("CONCIERGE_REPLY_TIMEOUT_S=60\nCONCIERGE_SEED=\n")
+
+    settings = load_settings()  # not an error
+    with caplog.at_level(logging.WARNING, logger="config.removed"):
+        warn_of_removed_settings()
+
+    assert settings == Settings(_env_file=None)  # type: ignore[call-arg]
+    assert [record.getMessage() for record in caplog.records] == [
+        "CONCIERGE_TOP_P is set but no longer read (its value is now built in)",
+        "CONCIERGE_REPLY_TIMEOUT_S is set but no longer read (derived from "
+        "CONCIERGE_REQUEST_TTL_S and CONCIERGE_ANSWER_TIME_LIMIT_S)",
+    ]  # an empty one (CONCIERGE_SEED=) is unset, as for every setting
+    assert not set(REMOVED_SETTINGS) & set(Settings.model_fields)
+
+
+def test_a_bot_waits_for_the_engine_to_say_how_a_request_ended() -> None:
+    """The reply timeouts are derived: a request may wait out its TTL, then run to its limit."""
+    settings = Settings(request_ttl_s=60, answer_time_limit_s=100, rescrape_time_limit_s=1000)
+
+    assert settings.reply_timeout_s == 60 + 100 + REPLY_TIMEOUT_MARGIN_S
+    assert settings.rescrape_reply_timeout_s == 60 + 1000 + REPLY_TIMEOUT_MARGIN_S

@@ -37,7 +37,7 @@ from engine.answering.history import as_messages
 from engine.answering.pipeline import AnswerPlanner
 from engine.answering.prompt import chat_messages
 from engine.backends.base import Backend, ChatMessage, GenerationLimits
-from engine.backends.configured import model_options
+from engine.backends.configured import STATE_CACHE_MB, model_options
 from engine.backends.llama import LlamaBackend
 from engine.backends.state_cache import MIB, StateCache, entry_bytes
 from engine.knowledge.models import Article
@@ -236,7 +236,7 @@ async def test_a_request_with_a_bad_history_is_dead_lettered_and_the_next_is_ans
 
 
 def test_the_engines_backend_keeps_states_within_the_configured_bytes(backend: Backend) -> None:
-    configured = load_settings().state_cache_mb * MIB
+    configured = STATE_CACHE_MB * MIB
     assert isinstance(backend, LlamaBackend) and configured > 0
 
     assert isinstance(backend.state_cache, StateCache)
@@ -244,6 +244,7 @@ def test_the_engines_backend_keeps_states_within_the_configured_bytes(backend: B
     assert backend.state_cache.capacity_bytes == configured
 
 
+@pytest.mark.model  # a model of its own, loaded in the test
 def test_no_state_cache_when_its_size_is_zero() -> None:
     options = dataclasses.replace(model_options(load_settings()), state_cache_bytes=0)
     backend = LlamaBackend(options)
@@ -333,6 +334,7 @@ def test_the_oldest_states_go_once_the_capacity_is_reached(cached: LlamaBackend)
 # --- concierge bench conversation ---------------------------------------------------------
 
 
+@pytest.mark.broker  # the bench rig connects on a prefix of its own
 async def test_bench_conversation_measures_each_turn_both_ways(backend: Backend) -> None:
     assert isinstance(backend, LlamaBackend) and backend.state_cache is not None
     config = ConversationConfig(turns=2, interleave=1, max_tokens=4)

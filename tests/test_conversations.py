@@ -306,9 +306,10 @@ async def test_the_client_sends_a_growing_conversation_from_the_same_turn_until_
 
 
 async def test_the_client_sends_the_newest_turns_the_settings_allow(
-    settings: Settings, broker: Broker
+    settings: Settings, broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = settings.model_copy(update={"history_max_messages": 2, "history_max_chars": 10})
+    settings = settings.model_copy(update={"history_max_messages": 2})
+    monkeypatch.setattr("bots.client.HISTORY_TURN_MAX_CHARS", 10)
     history = turns(("user", "q1"), ("assistant", "a1"), ("user", "q2" * 20), ("assistant", "a2"))
     async with ConciergeClient(settings, "test") as client:
         tap = await WireTap.open(broker, client.bot_id)
@@ -815,7 +816,6 @@ async def slack_bot(
         update={
             "slack_bot_token": SecretStr("xoxb-test"),
             "slack_signing_secret": SecretStr(SLACK_SECRET),
-            "slack_edit_interval_s": 0.05,
             **changes,
         }
     )

@@ -223,10 +223,16 @@ async def start_bot(
 
 
 async def test_a_mention_is_answered_in_place_with_throttled_edits(
-    settings: Settings, start_bot: StartBot, engine_for: StartEngine, fake_discord: FakeDiscord
+    settings: Settings,
+    start_bot: StartBot,
+    engine_for: StartEngine,
+    fake_discord: FakeDiscord,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # 96 tokens take at least 0.6 s even at 150 tokens/s: several edit intervals
-    settings = settings.model_copy(update={"edit_interval_s": 0.1, "max_tokens": 96})
+    interval_s = 0.1
+    monkeypatch.setattr("bots.discord.adapter.EDIT_INTERVAL_S", interval_s)
+    settings = settings.model_copy(update={"max_tokens": 96})
     await engine_for(settings)
     discord_ = await start_bot(settings)
 
@@ -250,7 +256,7 @@ async def test_a_mention_is_answered_in_place_with_throttled_edits(
     assert len(edits) >= 2  # streamed in place
     arrivals = [placeholder.at] + [edit.at for edit in edits]
     gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals[:-1])]
-    assert min(gaps) >= settings.edit_interval_s * 0.8, gaps  # a little slack for HTTP jitter
+    assert min(gaps) >= interval_s * 0.8, gaps  # a little slack for HTTP jitter
     sent = [
         call
         for call in fake_discord.calls

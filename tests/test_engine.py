@@ -8,6 +8,7 @@ import logging
 import time
 from collections.abc import Sequence
 from contextlib import suppress
+from unittest.mock import patch
 
 import aio_pika
 import pytest
@@ -72,9 +73,10 @@ async def answer_with_batches(
     settings: Settings, backend: Backend, client: ConciergeClient, batch_s: float
 ) -> tuple[list[TokenEvent], list[ReplyEvent]]:
     """The model's token events (the batches) and all events of one answer."""
-    engine = await start_engine(settings.model_copy(update={"token_batch_s": batch_s}), backend)
-    events = await collect(await client.ask(Ask("Tell me about cats.", "u1")))
-    await engine.stop()
+    with patch("engine.jobs.answer.TOKEN_BATCH_S", batch_s):  # read by each answer
+        engine = await start_engine(settings, backend)
+        events = await collect(await client.ask(Ask("Tell me about cats.", "u1")))
+        await engine.stop()
     assert token_text(events) == events[-1].text
     return [e for e in events if isinstance(e, TokenEvent) and e.tokens > 0], events
 

@@ -252,7 +252,7 @@ async def test_no_engine_is_said_at_once(
     code = await run_eval(settings, path)
 
     assert code == EXIT_NO_ENGINE
-    assert time.monotonic() - started < settings.reply_timeout_s / 4
+    assert time.monotonic() - started < 15  # at once: long before any reply timeout
     assert f"no engine takes requests from the queue '{settings.prefix}.request'" in (
         capsys.readouterr().err
     )

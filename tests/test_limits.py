@@ -36,10 +36,10 @@ async def test_the_per_user_cap_refuses_only_that_user(settings: Settings, broke
 
 
 async def test_a_full_request_queue_refuses_the_next_asker_at_once(
-    settings: Settings, broker: Broker
+    settings: Settings, broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await broker.delete_all()  # re-declare the topology with a tiny queue
-    settings = settings.model_copy(update={"request_queue_max_length": 2})
+    monkeypatch.setattr("broker.topology.REQUEST_QUEUE_MAX_LENGTH", 2)
     async with Broker(settings), ConciergeClient(settings, "test") as client:
         first = await client.ask(Ask("one", "a"))
         await client.ask(Ask("two", "b"))

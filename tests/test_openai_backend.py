@@ -35,9 +35,9 @@ from bots.ask import Ask
 from bots.client import ConciergeClient
 from broker.amqp import Broker
 from broker.protocol import Cancelled, Done, Failed, FinishReason, Started
-from cli.main import EXIT_CONFIG, EXIT_UNAVAILABLE
 from cli.main import main as concierge_main
 from cli.status import health_table, status_command
+from config.errors import EXIT_CONFIG, EXIT_UNAVAILABLE
 from config.settings import ConfigError, Settings, default_model_path
 from engine.backends.base import (
     BackendUnavailable,
@@ -49,7 +49,7 @@ from engine.backends.base import (
 from engine.backends.configured import load_backend
 from engine.backends.openai.backend import OpenAIBackend
 from engine.backends.openai.options import OpenAIOptions
-from engine.backends.openai.server import estimate_tokens, public_url
+from engine.backends.openai.server import estimate_tokens
 from engine.backends.openai.sse import CUT_SHORT, TRUNCATED, Ending, ModelServerError, read_pieces
 from engine.metrics import MetricsServer
 from tests.conftest import start_engine
@@ -638,12 +638,6 @@ def test_status_shows_the_backend_and_whether_its_server_answers(answering: bool
     local = {**health, "backend": {"kind": "llama", "model": "SmolLM2.gguf"}}
     console.print(health_table(local, None))
     assert "llama: SmolLM2.gguf" in console.export_text()
-
-
-def test_urls_in_messages_never_carry_credentials() -> None:
-    assert public_url("https://user:pw@models.example/v1") == "https://***@models.example/v1"
-    assert public_url("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/v1"
-    assert public_url("https://models.example/v1?api_key=sk-1#x") == "https://models.example/v1"
 
 
 # --- through the engine --------------------------------------------------------------------

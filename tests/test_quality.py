@@ -13,7 +13,7 @@ import pytest
 from cli.eval_scoring import Case, load_cases
 from engine.answering.evidence import MAX_QUOTE_CHARS, find_evidence
 from engine.answering.needs import question_needs
-from engine.answering.on_site import ON_SITE_SHARE, best_article, on_site_passages
+from engine.answering.on_site import WORDS_SHARE, best_article, on_site_passages
 from engine.generation.repetition import RepetitionDetector
 from engine.knowledge.models import Passage
 from engine.knowledge.query import parse_query
@@ -115,7 +115,7 @@ def test_words_shared_with_an_article_do_not_make_it_cover_the_question() -> Non
     assert best_article("When does the last ferry leave?", [ferry]).on_site
     osaka = best_article("When does the ferry to Osaka leave?", [ferry])
     assert not osaka.on_site
-    assert osaka.share < ON_SITE_SHARE
+    assert osaka.share < WORDS_SHARE
 
 
 def test_a_question_of_framing_words_only_is_not_covered() -> None:

@@ -27,7 +27,8 @@ from bots.client import ConciergeClient
 from bots.renderer import Status, footer_for, split_text
 from bots.slack.app import run_slack
 from bots.slack.format import BODY_CHARS, FOOTER_SEPARATOR, STOP_REACTION, slack_text, unescape
-from broker.amqp import Broker, Envelope
+from broker.amqp import Broker
+from broker.messages import Envelope
 from broker.protocol import (
     TERMINAL_TYPES,
     Cancel,
@@ -169,9 +170,8 @@ async def test_a_mention_is_answered_in_its_thread_with_throttled_updates(
     interval_s = 0.1
     question = LONG_QUESTION  # 96 tokens take at least 0.6 s: several update intervals
     engine = await start_engine(settings.model_copy(update={"max_tokens": 96}), backend)
-    throttled = settings.model_copy(update={"slack_edit_interval_s": interval_s})
     async with ConciergeClient(settings, "test") as client:
-        async with slack_bot(throttled, client, fake) as bot:
+        async with slack_bot(settings, client, fake, edit_interval_s=interval_s) as bot:
             assert await bot.slack.event(mention(question, "100.1")) == 200
             messages = await wait_until_shown(fake, "100.1")
         expected = await direct_answer(client, question)
@@ -268,10 +268,9 @@ async def test_the_askers_reaction_stops_the_answer_and_a_strangers_does_not(
 ) -> None:
     engine = await start_engine(settings.model_copy(update={"max_tokens": 400}), backend)
     # Every event shown at once, so the "stopping" state is sure to be seen.
-    every_event = settings.model_copy(update={"slack_edit_interval_s": 0.0})
     async with (
         ConciergeClient(settings, "test") as client,
-        slack_bot(every_event, client, fake) as bot,
+        slack_bot(settings, client, fake, edit_interval_s=0.0) as bot,
     ):
         await bot.slack.event(mention(LONG_QUESTION, "400.1"))
         answer_ts = (await wait_until_shown(fake, "400.1", lambda text, _: len(text) > 10))[0].ts
@@ -376,11 +375,11 @@ async def test_rescrape_is_refused_to_non_admins(
 async def test_rescrape_streams_progress_for_admins(
     site_settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
 ) -> None:
-    settings = site_settings.model_copy(update={"slack_edit_interval_s": 0.0})  # show every event
+    settings = site_settings
     engine = await start_engine(settings, backend)
     async with (
         ConciergeClient(settings, "test") as client,
-        slack_bot(settings, client, fake) as bot,
+        slack_bot(settings, client, fake, edit_interval_s=0.0) as bot,  # show every event
     ):
         status, _ = await bot.slack.command("/rescrape", "", user_id=ADMIN, channel_id=CHANNEL)
         messages = await wait_until_shown(fake, None)
@@ -483,18 +482,25 @@ async def test_a_named_bot_restarted_mid_answer_finishes_it_in_the_same_message(
     assert len(fake.calls_of("chat.postMessage")) == len(messages)  # nothing posted twice
 
 
-def slack_process_env(fake: FakeSlack) -> dict[str, str]:
-    """``concierge slack`` as an operator runs it (Socket Mode, a bot name), at the fake."""
-    return {
-        "CONCIERGE_BOT_NAME": "slack-main",
-        "CONCIERGE_SLACK_BOT_TOKEN": "xoxb-test",
-        "CONCIERGE_SLACK_APP_TOKEN": "xapp-test",
-        "CONCIERGE_SLACK_API_URL": fake.api_url,
-        "CONCIERGE_SLACK_EDIT_INTERVAL_S": "0.05",
-    }
-
-
 CONNECTED = "connected in Socket Mode"
+
+
+async def slack_process(settings: Settings, fake: FakeSlack) -> ConciergeProcess:
+    """``concierge slack`` as an operator runs it (Socket Mode, a bot name), its Web API and
+    edit interval (constants) set to the fake's and 50 ms."""
+    at_the_fake = {
+        "bots.slack.app.SLACK_API_URL": fake.api_url,
+        "bots.slack.adapter.EDIT_INTERVAL_S": 0.05,
+    }
+    return await ConciergeProcess.start(
+        settings,
+        "slack",
+        CONNECTED,
+        constants=at_the_fake,
+        CONCIERGE_BOT_NAME="slack-main",
+        CONCIERGE_SLACK_BOT_TOKEN="xoxb-test",
+        CONCIERGE_SLACK_APP_TOKEN="xapp-test",
+    )
 
 
 async def stop_all(
@@ -514,10 +520,9 @@ async def test_a_bot_process_killed_mid_answer_is_finished_by_the_next_one(
     """SIGKILLed while an answer streams, then started again: the answer ends in its message."""
     long_answers = settings.model_copy(update={"max_tokens": 400})
     engine = await start_engine(long_answers, backend)
-    env = slack_process_env(fake)
     processes: list[ConciergeProcess] = []
     try:
-        processes.append(await ConciergeProcess.start(long_answers, "slack", CONNECTED, **env))
+        processes.append(await slack_process(long_answers, fake))
         await fake.send_envelope(events_api(mention(LONG_QUESTION, "900.1"), "env-9"))
         streaming = await wait_until_shown(fake, "900.1", lambda text, _: len(text) > 10)
         processes[0].kill()
@@ -526,7 +531,7 @@ async def test_a_bot_process_killed_mid_answer_is_finished_by_the_next_one(
         left_at = parts(fake.message(answer_ts).text)[1]
         assert not left_at.startswith(FINAL_MARKS), "the answer ended before the kill"
 
-        processes.append(await ConciergeProcess.start(long_answers, "slack", CONNECTED, **env))
+        processes.append(await slack_process(long_answers, fake))
         messages = await wait_until_shown(fake, "900.1")
         async with ConciergeClient(long_answers, "test") as client:
             expected = await direct_answer(client, LONG_QUESTION)
@@ -581,11 +586,10 @@ async def test_an_end_taken_but_not_yet_shown_by_a_killed_bot_is_shown_by_the_ne
     with a long Retry-After) and is killed: the event was never acknowledged, so the broker
     gives it to the next process, which shows it in the same message."""
     engine = await start_engine(settings, backend)
-    env = slack_process_env(fake)
     reply_queue = broker.names.reply_queue("slack-main")
     processes: list[ConciergeProcess] = []
     try:
-        processes.append(await ConciergeProcess.start(settings, "slack", CONNECTED, **env))
+        processes.append(await slack_process(settings, fake))
         end = await published_end(broker, "slack-main")
         await fake.send_envelope(events_api(mention("Say hello.", "950.1"), "env-95"))
         placeholder = await fake.wait_for(lambda: fake.thread(CHANNEL, "950.1"))
@@ -600,7 +604,7 @@ async def test_an_end_taken_but_not_yet_shown_by_a_killed_bot_is_shown_by_the_ne
         await processes[0].wait()
         assert not parts(fake.message(placeholder[0].ts).text)[1].startswith(FINAL_MARKS)
 
-        processes.append(await ConciergeProcess.start(settings, "slack", CONNECTED, **env))
+        processes.append(await slack_process(settings, fake))
         messages = await wait_until_shown(fake, "950.1")
         async with ConciergeClient(settings, "test") as client:
             expected = await direct_answer(client, "Say hello.")

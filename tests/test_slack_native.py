@@ -29,7 +29,8 @@ from bots.slack.sink import Native, SlackSink
 from bots.slack.status import ThreadStatus
 from bots.slack.stream import Feature
 from bots.slack.votes import VOTE_ACTION, read_vote
-from broker.amqp import Broker, Envelope
+from broker.amqp import Broker
+from broker.messages import Envelope
 from broker.protocol import Feedback
 from config.settings import Settings
 from config.texts import t
@@ -152,10 +153,9 @@ async def test_a_queued_mention_shows_its_place_in_the_queue_in_the_thread_statu
     settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
 ) -> None:
     engine = await start_engine(settings.model_copy(update={"max_tokens": 400}), backend)
-    every_event = settings.model_copy(update={"slack_edit_interval_s": 0.0})
     async with (
         ConciergeClient(settings, "test") as client,
-        slack_bot(every_event, client, fake) as bot,
+        slack_bot(settings, client, fake, edit_interval_s=0.0) as bot,
     ):
         running = await client.ask(Ask(LONG_QUESTION, "someone"))
         await running.next_item()  # the engine is busy with it
@@ -321,8 +321,7 @@ async def test_a_stream_the_server_expires_mid_answer_is_finished_with_an_update
     settings: Settings, engine: RunningEngine, client: ConciergeClient, fake: FakeSlack
 ) -> None:
     fake.streaming, fake.expire_streams_after = True, 1  # it expires after its first append
-    every_event = settings.model_copy(update={"slack_edit_interval_s": 0.0})
-    async with slack_bot(every_event, client, fake) as bot:
+    async with slack_bot(settings, client, fake, edit_interval_s=0.0) as bot:
         await bot.slack.event(mention("Say hello.", "400.1"))
         messages = await wait_until_shown(fake, "400.1")
     expected = as_slack_shows(await direct_answer(client, "Say hello."))

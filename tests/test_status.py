@@ -14,7 +14,8 @@ from rich.console import Console
 
 from bots.ask import Ask
 from bots.client import ConciergeClient
-from broker.amqp import Broker, BrokerUnavailable
+from broker.amqp import Broker
+from broker.errors import BrokerUnavailable
 from broker.protocol import Feedback
 from cli.kb import relevance
 from cli.status import (

@@ -7,8 +7,9 @@ import asyncio
 
 from bots.ask import Ask
 from bots.client import ConciergeClient
-from broker.amqp import Broker, Copy
+from broker.amqp import Broker
 from broker.protocol import TERMINAL_TYPES, Done, ReplyEvent, TokenEvent, decode_event
+from broker.taps import Copy
 from engine.status_feed import StatusCopies
 from tests.conftest import LONG_QUESTION, RunningEngine
 from tests.helpers import collect, token_text

@@ -20,7 +20,8 @@ from pydantic import SecretStr
 
 from bots.ask import Ask
 from bots.client import ConciergeClient
-from broker.amqp import Broker, BrokerUnavailable
+from broker.amqp import Broker
+from broker.errors import BrokerUnavailable
 from broker.protocol import Done
 from config.settings import Settings
 from engine.backends.base import Backend

@@ -24,6 +24,7 @@ import discord
 from discord import app_commands
 from discord.abc import Messageable
 
+from bots.access import Access
 from bots.answers import Answers
 from bots.ask import Ask
 from bots.client import ConciergeClient
@@ -31,13 +32,14 @@ from bots.discord.buttons import PERSISTENT_BUTTONS, STOP_EMOJI
 from bots.discord.commands import CatalogueTranslator, register_commands
 from bots.discord.history import DiscordConversations, mention_pattern, replied_to
 from bots.discord.sink import ANSWER_MAX_CHARS, NO_MENTIONS, AnyMessage, DiscordSink
-from bots.history import History
+from bots.history import HISTORY_TURN_MAX_CHARS, History
 from config.settings import Settings
 from config.texts import Locale, locale_of, t
 
 log = logging.getLogger(__name__)
 
 MAX_RATELIMIT_WAIT_S = 30.0  # the smallest bound discord.py accepts
+EDIT_INTERVAL_S = 1.0  # Discord allows 5 edits per 5 s in a channel: one answer stays within
 ASKING_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 
 
@@ -70,16 +72,17 @@ class ConciergeBot(discord.Client):
         options.setdefault("max_ratelimit_timeout", MAX_RATELIMIT_WAIT_S)
         super().__init__(intents=gateway_intents(), allowed_mentions=NO_MENTIONS, **options)
         self.settings = settings
+        self.access = Access.from_settings(settings)
         self.concierge = concierge
         self.answers = Answers[int](
             concierge,
             resume=self._resume,
             max_chars=answer_max_chars,
-            edit_interval_s=settings.edit_interval_s,
+            edit_interval_s=EDIT_INTERVAL_S,
             ready=self.wait_until_ready,  # a taken-over answer needs the REST client's login
         )
         self.conversations = DiscordConversations(
-            self, max_turns=settings.history_max_messages, max_chars=settings.history_max_chars
+            self, max_turns=settings.history_max_messages, max_chars=HISTORY_TURN_MAX_CHARS
         )
         self.tree = app_commands.CommandTree(self)
 
@@ -167,11 +170,9 @@ class ConciergeBot(discord.Client):
 
     def place_allowed(self, guild_id: int | None, channel: object) -> bool:
         """The allow-lists, when set: a DM is in no guild; a thread counts as its parent too."""
-        guilds, channels = self.settings.allowed_guild_ids, self.settings.allowed_channel_ids
-        if guilds and str(guild_id) not in guilds:
-            return False
-        ids = {getattr(channel, "id", None), getattr(channel, "parent_id", None)}
-        return not channels or any(str(i) in channels for i in ids if i is not None)
+        ids = (getattr(channel, "id", None), getattr(channel, "parent_id", None))
+        in_guild = self.access.allows_guild(None if guild_id is None else str(guild_id))
+        return in_guild and self.access.allows_channel(*(str(i) for i in ids if i is not None))
 
     async def _reply(self, question: discord.Message, text: str) -> None:
         reference = question.to_reference(fail_if_not_exists=False)
@@ -218,14 +219,12 @@ class ConciergeBot(discord.Client):
         permissions: discord.Permissions | None = None,
     ) -> bool:
         """A configured admin user or role, or the guild's Administrator or Manage Server."""
-        if str(user_id) in self.settings.admin_user_ids:
-            return True
-        if member is None:
-            return False
-        if any(str(role.id) in self.settings.admin_role_ids for role in member.roles):
-            return True
+        if member is None:  # a DM: no roles, no server permissions
+            return self.access.is_admin(str(user_id))
         granted = permissions if permissions is not None else member.guild_permissions
-        return granted.administrator or granted.manage_guild
+        roles = [str(role.id) for role in member.roles]
+        server_admin = granted.administrator or granted.manage_guild
+        return self.access.is_admin(str(user_id), roles, platform_admin=server_admin)
 
     # --- /rescrape ------------------------------------------------------------------------
 

@@ -19,15 +19,13 @@ from collections.abc import AsyncIterator
 import discord
 from discord.abc import Messageable
 
-from bots.discord.sink import FOOTER_PREFIX
+from bots.discord.sink import FOOTER
 from bots.history import Conversation, History, Said
-from bots.renderer import status_of
 
 log = logging.getLogger(__name__)
 
 MAX_MESSAGES_READ = 100  # at most this many messages (and REST calls) for one question
 PEOPLES_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
-SMALL_TEXT = "-# "
 
 
 def mention_pattern(me: discord.abc.Snowflake, guild: discord.Guild | None) -> re.Pattern[str]:
@@ -50,13 +48,7 @@ def replied_to(message: discord.Message) -> discord.Message | None:
 def split_status(content: str) -> tuple[str, str]:
     """One of the bot's messages as (body, status line); the status line is "" if it has none
     (a continuation, or a message that is not an answer)."""
-    if content.startswith(SMALL_TEXT) and "\n" not in content:
-        body, footer = "", content.removeprefix(SMALL_TEXT)
-    else:
-        body, marker, footer = content.rpartition(FOOTER_PREFIX)
-        if not marker:
-            return content, ""
-    return (body, footer) if status_of(footer) is not None else (content, "")
+    return FOOTER.split(content)
 
 
 class DiscordConversations:

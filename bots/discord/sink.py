@@ -20,6 +20,7 @@ from discord.abc import Messageable
 from discord.utils import MISSING
 
 from bots.discord.buttons import StopButton, controls
+from bots.footer import FooterLayout
 from bots.renderer import MessageContent, Status
 from config.texts import Locale
 
@@ -27,7 +28,9 @@ log = logging.getLogger(__name__)
 
 DISCORD_MAX_CHARS = 2000
 FOOTER_MAX_CHARS = 200  # a long failure reason is shortened, so the body's room is fixed
-FOOTER_PREFIX = "\n-# "
+SMALL_TEXT = "-# "
+FOOTER_PREFIX = f"\n{SMALL_TEXT}"
+FOOTER = FooterLayout(FOOTER_PREFIX, SMALL_TEXT, FOOTER_MAX_CHARS)
 ANSWER_MAX_CHARS = DISCORD_MAX_CHARS - len(FOOTER_PREFIX) - FOOTER_MAX_CHARS
 NO_MENTIONS = discord.AllowedMentions.none()
 
@@ -37,12 +40,7 @@ AnyMessage = discord.Message | discord.PartialMessage
 
 def message_text(content: MessageContent) -> str:
     """The text of one message: the body, then the footer as small text on its own line."""
-    footer = " ".join(content.footer.split())  # small text covers one line only
-    if len(footer) > FOOTER_MAX_CHARS:
-        footer = footer[: FOOTER_MAX_CHARS - 1] + "…"
-    if not footer:
-        return content.body
-    return f"{content.body}{FOOTER_PREFIX}{footer}" if content.body else f"-# {footer}"
+    return FOOTER.join(content.body, " ".join(content.footer.split()))  # small text: one line
 
 
 class DiscordSink:

@@ -11,18 +11,19 @@ Every text the bot writes itself is in the asker's language (``SlackPeople.local
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from cachetools import LRUCache
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncBoltContext, AsyncRespond
 from slack_sdk.errors import SlackApiError
 
+from bots.access import Access
 from bots.answers import SHUTDOWN_GRACE_S, Answers, StopOutcome
 from bots.ask import Ask, Kind
 from bots.client import ConciergeClient
-from bots.history import History
+from bots.history import HISTORY_TURN_MAX_CHARS, History
 from bots.slack.format import BODY_CHARS, STOP_REACTION, asked_line, question_from_mention, unescape
 from bots.slack.history import Me, SlackConversations
 from bots.slack.people import SlackPeople
@@ -33,6 +34,8 @@ from config.texts import Locale, t
 
 log = logging.getLogger(__name__)
 
+# chat.update is Tier 3 (about 50 a minute): one per 1.2 s keeps a streaming answer under it.
+EDIT_INTERVAL_S = 1.2
 SEEN_MENTIONS_MAX = 1000  # remembered (channel, ts) of mentions, so Slack's retries are ignored
 
 
@@ -48,23 +51,24 @@ class SlackAdapter:
         max_chars: int = BODY_CHARS,
     ) -> None:
         self.settings = settings
+        self.access = Access.from_settings(settings)
         self.web = app.client
         self.answers = Answers[tuple[str, str]](
             client,
             resume=self._resume,
             max_chars=max_chars,
-            edit_interval_s=settings.slack_edit_interval_s,
+            edit_interval_s=EDIT_INTERVAL_S,
         )
+        self.people = SlackPeople(self.web, default=settings.locale)
         self.conversations = SlackConversations(
             self.web,
+            self.people,
             max_turns=settings.history_max_messages,
-            max_chars=settings.history_max_chars,
+            max_chars=HISTORY_TURN_MAX_CHARS,
         )
-        admins = frozenset(settings.admin_user_ids)
-        self.people = SlackPeople(self.web, default=settings.locale, admin_ids=admins)
         self.native = Native()
         self.votes = SlackVotes(app, client, self.people)
-        self._seen_mentions: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._seen_mentions: LRUCache[tuple[str, str], None] = LRUCache(SEEN_MENTIONS_MAX)
         app.event("app_mention")(self.on_mention)
         app.event("message")(self.on_message)
         app.event("reaction_added")(self.on_reaction)
@@ -77,7 +81,7 @@ class SlackAdapter:
     async def on_mention(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
         """A question in a channel: answered in the question's thread."""
         channel, ts = event.get("channel", ""), event.get("ts", "")
-        if event.get("bot_id") or event.get("subtype") or not self._allowed(channel):
+        if event.get("bot_id") or event.get("subtype") or not self.access.allows_channel(channel):
             return
         if not self._first_time(channel, ts):
             return  # Slack delivered it again
@@ -99,7 +103,7 @@ class SlackAdapter:
         thread_ts = event.get("thread_ts")
         if not self.settings.slack_thread_followups or not thread_ts or thread_ts == ts:
             return
-        if event.get("bot_id") or event.get("subtype") or not self._allowed(channel):
+        if event.get("bot_id") or event.get("subtype") or not self.access.allows_channel(channel):
             return
         text, me = event.get("text", ""), context.bot_user_id
         if me and f"<@{me}" in text and event.get("channel_type") != "im":
@@ -120,7 +124,7 @@ class SlackAdapter:
         channel, user_id = command.get("channel_id", ""), command.get("user_id", "")
         question = unescape(command.get("text", "")).strip()
         locale = await self.people.locale(user_id)
-        if not self._allowed(channel):
+        if not self.access.allows_channel(channel):
             await ack(text=t("refusal.not_here", locale))
         elif not question:
             await ack(text=t("slack.ask_usage", locale))
@@ -141,7 +145,7 @@ class SlackAdapter:
         """``/rescrape`` (admins): the engine rebuilds the knowledge base; progress is shown."""
         channel, user_id = command.get("channel_id", ""), command.get("user_id", "")
         locale = await self.people.locale(user_id)
-        if not self._allowed(channel):
+        if not self.access.allows_channel(channel):
             await ack(text=t("refusal.not_here", locale))
             return
         await ack()
@@ -245,8 +249,9 @@ class SlackAdapter:
         return await self.conversations.history(channel, thread_ts, ts, asker=asker, me=me)
 
     async def is_admin(self, user_id: str) -> bool:
-        """Listed in ``admin_user_ids``, or a workspace admin or owner as ``users.info`` says."""
-        return await self.people.is_admin(user_id)
+        """A listed admin (``Access``), or a workspace admin or owner as ``users.info`` says
+        now (asked only of others)."""
+        return self.access.is_admin(user_id) or await self.people.is_admin(user_id)
 
     async def close(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
         """Stop every answer in progress (a named bot hands them over instead)."""
@@ -254,17 +259,11 @@ class SlackAdapter:
 
     # --- small pieces ---
 
-    def _allowed(self, channel: str) -> bool:
-        allowed = self.settings.allowed_channel_ids
-        return not allowed or channel in allowed
-
     def _first_time(self, channel: str, ts: str) -> bool:
         key = (channel, ts)
         if key in self._seen_mentions:
             return False
         self._seen_mentions[key] = None
-        if len(self._seen_mentions) > SEEN_MENTIONS_MAX:
-            self._seen_mentions.popitem(last=False)
         return True
 
     async def _say(self, channel: str, thread_ts: str | None, text: str) -> None:

@@ -21,6 +21,7 @@ from config.settings import ConfigError, Settings
 log = logging.getLogger(__name__)
 
 RATE_LIMIT_RETRIES = 5  # chat.update answered "ratelimited": wait Retry-After, this many times
+SLACK_API_URL = "https://slack.com/api/"  # a test's fake Slack replaces it
 
 
 def build_app(
@@ -51,7 +52,7 @@ async def run_slack(
         app_token = _required(settings.slack_app_token, "slack_app_token")
     else:
         signing_secret = _required(settings.slack_signing_secret, "slack_signing_secret")
-    web = web or AsyncWebClient(token=bot_token, base_url=settings.slack_api_url)
+    web = web or AsyncWebClient(token=bot_token, base_url=SLACK_API_URL)
     await _check_bot_token(web)
     client = ConciergeClient(settings, "slack")
     app = build_app(settings, web)

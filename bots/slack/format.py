@@ -18,13 +18,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bots.footer import FooterLayout
 from bots.renderer import MessageContent
+from config.text_helpers import shorten
 from config.texts import CATALOGUE, LOCALES, Locale, t
 
 MESSAGE_CHARS = 4000  # Slack's advice for one message's text
 FOOTER_CHARS = 200  # room kept for the status line on the last message
 BODY_CHARS = MESSAGE_CHARS - FOOTER_CHARS  # the Renderer's max_chars
 FOOTER_SEPARATOR = "\n\n"
+FOOTER = FooterLayout(FOOTER_SEPARATOR, "", FOOTER_CHARS)
 STOP_REACTION = "octagonal_sign"
 HEADING_CHARS = 200  # the "who asked what" line of an /ask answer; it rides in the context
 HEADING_SEPARATOR = "\n"
@@ -90,13 +93,7 @@ def _label(label: str) -> str:
 
 def message_text(content: MessageContent) -> str:
     """One message: the body as Slack shows it, then the status line (trimmed to its room)."""
-    body = slack_text(content.body)
-    if not content.footer:
-        return body
-    footer = escape(content.footer)
-    if len(footer) > FOOTER_CHARS:
-        footer = footer[: FOOTER_CHARS - 1] + "…"
-    return f"{body}{FOOTER_SEPARATOR}{footer}" if body else footer
+    return FOOTER.join(slack_text(content.body), escape(content.footer))
 
 
 def section_blocks(text: str) -> list[dict[str, Any]]:
@@ -144,7 +141,7 @@ def asked_line(name: str, question: str, locale: Locale = "en") -> str:
     question = escape(" ".join(question.split()))
     room = HEADING_CHARS - len(line)
     if len(question) > room:  # cut, but not inside an entity (&amp; and the like)
-        question = re.sub(r"&[a-z]*$", "", question[: room - 1]) + "…"
+        question = re.sub(r"&[a-z]*(?=…$)", "", shorten(question, room))
     return line + question
 
 

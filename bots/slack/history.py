@@ -7,14 +7,13 @@ of conversation); the messages before the question are read newest first into a
 ``slack_format`` lays it out (a streamed one is Markdown: ``slack_markdown``). Slack's markup
 is read back as text: ``<@U1|ann>`` as ``@ann``, ``<https://a|label>`` as
 ``[label](https://a)``, entities as the characters they stand for.
-People are named as ``users.info`` shows them (``users:read``), remembered for the next time.
+People are named as ``users.info`` shows them (``users:read``), through ``SlackPeople``.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -23,15 +22,14 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.history import Conversation, History, Said
-from bots.renderer import status_of
-from bots.slack.format import FOOTER_SEPARATOR, read_asked, unescape
+from bots.slack.format import FOOTER, read_asked, unescape
 from bots.slack.markdown import plain_markdown
+from bots.slack.people import SlackPeople
 
 log = logging.getLogger(__name__)
 
 PAGE_SIZE = 200  # Slack's advice for one page of conversations.replies
 MAX_MESSAGES_READ = 1000  # a thread longer than this is read from its start up to here
-NAMES_REMEMBERED = 1000
 
 _MARKUP = re.compile(r"<(?P<target>[^<>|]+)(?:\|(?P<label>[^<>]*))?>")
 
@@ -66,13 +64,8 @@ def plain(text: str, me: Me) -> str:
 
 
 def split_status(text: str) -> tuple[str, str]:
-    """One of the bot's messages as (body, status line), both as Slack has them."""
-    if status_of(unescape(text)) is not None:
-        return "", unescape(text)
-    body, separator, footer = text.rpartition(FOOTER_SEPARATOR)
-    if separator and "\n" not in footer and status_of(unescape(footer)) is not None:
-        return body, unescape(footer)
-    return text, ""
+    """One of the bot's messages as (body as Slack has it, status line as text)."""
+    return FOOTER.split(text, read=unescape)
 
 
 def _ts_key(ts: str) -> tuple[int, int]:
@@ -82,13 +75,16 @@ def _ts_key(ts: str) -> tuple[int, int]:
 
 
 class SlackConversations:
-    """Reads threads through ``web``; keeps ``max_turns`` turns of ``max_chars`` each."""
+    """Reads threads through ``web``, names people through ``people``; keeps ``max_turns``
+    turns of ``max_chars`` each."""
 
-    def __init__(self, web: AsyncWebClient, *, max_turns: int, max_chars: int) -> None:
+    def __init__(
+        self, web: AsyncWebClient, people: SlackPeople, *, max_turns: int, max_chars: int
+    ) -> None:
         self.web = web
+        self.people = people
         self.max_turns = max_turns
         self.max_chars = max_chars
-        self._names: OrderedDict[str, str] = OrderedDict()
 
     async def history(
         self,
@@ -149,31 +145,13 @@ class SlackConversations:
         user = message.get("user")
         if not user or message.get("bot_id") or message.get("subtype"):
             return []
-        return [Said(plain(message.get("text", ""), me), user, await self.name(user))]
+        name = await self.people.display_name(user)
+        return [Said(plain(message.get("text", ""), me), user, name)]
 
     async def _asked(self, heading: re.Match[str], asker: str) -> Said:
         """The question an ``/ask`` answer's first line names; by ``asker`` if the name is
         theirs (the line has only the name)."""
         name = unescape(heading["name"])
-        by_asker = name == " ".join((await self.name(asker)).replace("*", "").split())[: len(name)]
+        asker_name = await self.people.display_name(asker)
+        by_asker = name == " ".join(asker_name.replace("*", "").split())[: len(name)]
         return Said(unescape(heading["question"]), asker if by_asker else name, name)
-
-    async def name(self, user_id: str) -> str:
-        """How Slack shows ``user_id`` (the id itself if ``users.info`` says nothing)."""
-        if user_id not in self._names:
-            self._names[user_id] = await self._look_up(user_id)
-            if len(self._names) > NAMES_REMEMBERED:
-                self._names.popitem(last=False)
-        return self._names[user_id]
-
-    async def _look_up(self, user_id: str) -> str:
-        try:
-            response = await self.web.users_info(user=user_id)
-        except SlackApiError as error:
-            log.info("slack: users.info for %s failed: %s", user_id, error.response.get("error"))
-            return user_id
-        user = response.get("user") or {}
-        profile = user.get("profile") or {}
-        return str(
-            profile.get("display_name") or profile.get("real_name") or user.get("name") or user_id
-        )

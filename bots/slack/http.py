@@ -26,6 +26,8 @@ from slack_bolt.request.async_internals import build_async_context
 from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.signature import SignatureVerifier
 
+from config.errors import ConciergeError
+
 EVENTS_PATH = "/slack/events"
 # Slack's own requests are small: the longest message it allows (40,000 characters), repeated
 # in its rich-text blocks, is under 250 KB of JSON even in 3-byte UTF-8.
@@ -35,8 +37,9 @@ REFUSALS_LOG_EVERY_S = 60.0  # refused requests are counted, and logged at most 
 log = logging.getLogger(__name__)
 
 
-class MalformedRequest(ValueError):
-    """A signed body that is not what Slack sends (not UTF-8, JSON that is not an object...)."""
+class MalformedRequest(ConciergeError, ValueError):
+    """A signed body that is not what Slack sends (not UTF-8, JSON that is not an object...):
+    answered with HTTP 400, never shown to a person."""
 
 
 def bolt_request(raw_body: bytes, query: str, headers: Mapping[str, str]) -> AsyncBoltRequest:

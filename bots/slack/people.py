@@ -5,8 +5,9 @@ The locale picks the language of every text the bot writes for them (``include_l
 leaves it out otherwise); without one, ``CONCIERGE_LOCALE``. A user's record is kept for
 ``USER_KEEP_S`` (a changed language shows within the hour) and at most ``USERS_KEPT`` of them,
 so asking costs one call per person per hour (a lookup that failed is kept for
-``FAILED_KEEP_S``). Whether someone is an admin is asked afresh each time: a stop or a
-rescrape must not rest on an hour-old answer.
+``FAILED_KEEP_S``). The names a thread's history shows come from the same records. Whether
+someone is a workspace admin is asked afresh each time: a stop or a rescrape must not rest on
+an hour-old answer.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+from cachetools import TLRUCache
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -35,26 +36,21 @@ LOOKUP_TIMEOUT_S = 2.0  # a slash command must be answered within 3 s, locale or
 class SlackPeople:
     """``users.info`` through ``web``, remembered; ``default`` is ``CONCIERGE_LOCALE``."""
 
-    def __init__(
-        self, web: AsyncWebClient, *, default: Locale, admin_ids: frozenset[str] = frozenset()
-    ) -> None:
+    def __init__(self, web: AsyncWebClient, *, default: Locale) -> None:
         self.web = web
         self.default = default
-        self.admin_ids = admin_ids
-        # By user id: when the record goes stale, and the record ({} if the lookup failed).
-        self._users: OrderedDict[str, tuple[float, Mapping[str, Any]]] = OrderedDict()
+        # By user id, the record ({} if the lookup failed).
+        self._users: TLRUCache[str, Mapping[str, Any]] = TLRUCache(
+            USERS_KEPT, _kept_until, timer=time.monotonic
+        )
 
     async def user(self, user_id: str) -> Mapping[str, Any]:
         """What Slack says of ``user_id`` ({} if it says nothing in time)."""
         kept = self._users.get(user_id)
-        if kept is not None and time.monotonic() < kept[0]:
-            self._users.move_to_end(user_id)
-            return kept[1]
+        if kept is not None:
+            return kept
         user = await self._look_up(user_id)
-        self._users[user_id] = (time.monotonic() + (USER_KEEP_S if user else FAILED_KEEP_S), user)
-        self._users.move_to_end(user_id)
-        if len(self._users) > USERS_KEPT:
-            self._users.popitem(last=False)
+        self._users[user_id] = user
         return user
 
     async def _look_up(self, user_id: str) -> Mapping[str, Any]:
@@ -76,17 +72,17 @@ class SlackPeople:
         """The language to write to ``user_id`` in."""
         return locale_of((await self.user(user_id)).get("locale"), self.default)
 
-    async def display_name(self, user_id: str, fallback: str) -> str:
-        """How Slack shows ``user_id`` (display name, else real name), else ``fallback`` (a
-        slash command's ``user_name``), else the id."""
-        profile = (await self.user(user_id)).get("profile") or {}
-        return profile.get("display_name") or profile.get("real_name") or fallback or user_id
+    async def display_name(self, user_id: str, fallback: str = "") -> str:
+        """How Slack shows ``user_id`` (display name, else real name, else user name), else
+        ``fallback`` (a slash command's ``user_name``), else the id."""
+        user = await self.user(user_id)
+        profile = user.get("profile") or {}
+        shown = profile.get("display_name") or profile.get("real_name") or user.get("name")
+        return str(shown or fallback or user_id)
 
     async def is_admin(self, user_id: str) -> bool:
-        """Listed in ``admin_user_ids``, or a workspace admin or owner as ``users.info`` says
-        now."""
-        if user_id in self.admin_ids:
-            return True
+        """A workspace admin or owner, as ``users.info`` says now (the admins the settings
+        list are ``bots.access``'s)."""
         try:
             response = await self.web.users_info(user=user_id)
         except SlackApiError as error:
@@ -97,3 +93,8 @@ class SlackPeople:
             return False
         user = response.get("user") or {}
         return bool(user.get("is_admin") or user.get("is_owner"))
+
+
+def _kept_until(user_id: str, user: Mapping[str, Any], now: float) -> float:
+    """Until when a record is kept: a failed lookup (``{}``) only briefly."""
+    return now + (USER_KEEP_S if user else FAILED_KEEP_S)

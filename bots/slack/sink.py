@@ -17,8 +17,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bots.renderer import FINAL_STATUSES, MessageContent, Status
 from bots.slack.format import (
-    FOOTER_CHARS,
-    FOOTER_SEPARATOR,
+    FOOTER,
     HEADING_SEPARATOR,
     STOP_REACTION,
     cannot_post_text,
@@ -219,10 +218,7 @@ class SlackSink:
 
     def _markdown_footer(self, content: MessageContent) -> str:
         """The status line as the end of a streamed message."""
-        if not content.footer:
-            return ""
-        footer = content.footer[:FOOTER_CHARS]
-        return stream_markdown(f"{FOOTER_SEPARATOR}{footer}" if content.body else footer)
+        return stream_markdown(FOOTER.after(content.body, content.footer))
 
     # --- posted and updated -------------------------------------------------------------------
 

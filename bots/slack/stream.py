@@ -44,6 +44,8 @@ import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from config.errors import ConciergeError
+
 log = logging.getLogger(__name__)
 
 FEATURE_RETRY_S = 600.0  # after Slack refused a feature to the app, try again this much later
@@ -66,8 +68,9 @@ PLACE_ERRORS = frozenset(
 OUT_OF_REACH: tuple[type[Exception], ...] = (aiohttp.ClientError, OSError)
 
 
-class StreamBroken(Exception):
-    """The stream cannot show the text any more; the message is to be rewritten whole."""
+class StreamBroken(ConciergeError):
+    """The stream cannot show the text any more; the message is to be rewritten whole (by the
+    sink, which catches it: it never reaches a person)."""
 
 
 @dataclass

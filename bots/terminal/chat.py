@@ -21,6 +21,7 @@ from rich.markup import escape
 
 from bots.ask import Ask, Kind
 from bots.client import AskRefused, ConciergeClient
+from bots.history import HISTORY_TURN_MAX_CHARS
 from bots.session import Session
 from bots.terminal.answer import EXIT_FAILED, EXIT_OK, Outcome, TerminalAnswer
 from bots.terminal.prompt import Lines, chat_lines
@@ -115,7 +116,7 @@ class Chat:
         self.err = err
         self.lines = lines
         self.locale = settings.locale
-        self.turns = Turns(settings.history_max_messages, settings.history_max_chars)
+        self.turns = Turns(settings.history_max_messages, HISTORY_TURN_MAX_CHARS)
         self.current: Session | None = None
 
     async def take(self, line: str) -> None:

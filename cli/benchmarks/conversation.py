@@ -3,7 +3,7 @@ llama.cpp's state cache, while other people's questions run in between.
 
 One visitor's eight questions (cli/benchmarks/town.py), each a follow-up of the last, are asked
 through the pipeline twice, turn by turn, side by side: once with the state cache
-(``CONCIERGE_STATE_CACHE_MB``), once without it. Both are given the same history, with the
+(``engine/backends/configured.py``), once without it. Both are given the same history, with the
 written answers of town.py as the assistant's turns, so the two prompts of a turn are the same,
 in every run. Before each of them, other visitors
 ask questions of their own (``--interleave``): the model's context then holds someone else's
@@ -64,7 +64,7 @@ def state_cache_of(backend: BenchBackend) -> tuple[LlamaBackend, StateCache]:
     if not isinstance(inner, LlamaBackend):
         raise ConfigError("bench conversation: needs the model in process (CONCIERGE_BACKEND)")
     if inner.state_cache is None:
-        raise ConfigError("bench conversation: CONCIERGE_STATE_CACHE_MB is 0 (the cache is off)")
+        raise ConfigError("bench conversation: the model has no state cache")
     return inner, inner.state_cache
 
 

@@ -51,8 +51,9 @@ async def run_queue(
     overrides = {"max_tokens": config.max_tokens, "request_ttl_s": config.ttl_s}
     async with running_rig(settings, backend, **overrides) as rig:
         doc["broker_prefix"] = rig.settings.prefix  # deleted at the end
-        if config.cancels_published > rig.settings.cancelled_sessions_max:
-            raise BenchError("--cancels-published must not exceed cancelled_sessions_max")
+        assert rig.worker is not None
+        if config.cancels_published > rig.worker.cancelled.max_size:
+            raise BenchError("--cancels-published must not exceed cancelled_sessions' bound")
         for _ in range(config.bots - 1):
             await rig.add_client()
         memory = {"rss_before_bytes": rss_bytes()}

@@ -25,11 +25,12 @@ from bots.client import ConciergeClient
 from bots.session import Detached, ReplyTimeout, Session, StopRequested
 from broker.amqp import Broker
 from broker.protocol import TERMINAL_TYPES, ReplyEvent, Started, TokenEvent
+from config.errors import ConciergeError
 from config.settings import Settings
+from config.urls import masked_url
 from engine.backends.base import ChatMessage, GenerationLimits, Pieces, ShouldStop
 from engine.backends.llama import LlamaBackend
 from engine.backends.openai.backend import OpenAIBackend
-from engine.backends.openai.server import public_url
 from engine.main import run_engine
 from engine.worker import Worker
 
@@ -40,7 +41,7 @@ POLL_INTERVAL_S = 0.005
 Progress = Callable[[str], None]
 
 
-class BenchError(RuntimeError):
+class BenchError(ConciergeError, RuntimeError):
     """The benchmark could not measure what it meant to (an answer lost, a cancel never seen)."""
 
 
@@ -52,10 +53,8 @@ def bench_settings(settings: Settings, kb_dir: Path, **overrides: Any) -> Settin
         "bot_name": "",  # one-off clients, however the user's bots are named
         "kb_path": kb_dir / "bench-kb.sqlite3",  # empty: prompts are the question alone
         "feedback_path": kb_dir / "bench-feedback.sqlite3",  # not the real votes
-        "temperature": 0.0,
-        "seed": 7,
+        "temperature": 0.0,  # the likeliest token every time: the same answer every run
         "purge_on_start": False,  # the prefix is new; nothing to purge
-        "reply_timeout_s": 900.0,
         "answer_time_limit_s": 900.0,
         "request_ttl_s": 900.0,
         "max_question_chars": 16_000,
@@ -320,7 +319,7 @@ def environment(settings: Settings) -> dict[str, Any]:
     return {
         "backend": settings.backend,
         "model": (settings.openai_model or "the server's") if server else _model_name(settings),
-        "model_server": public_url(settings.openai_base_url) if server else None,
+        "model_server": masked_url(settings.openai_base_url) if server else None,
         "threads": settings.threads or os.cpu_count(),
         "cpu_count": os.cpu_count(),
         "load_average_1m": load,

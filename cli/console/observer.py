@@ -6,8 +6,8 @@ Four exchanges are tapped with exclusive, auto-deleted queues named under the pr
   in the queue.
 - ``P.status`` (fanout): the engine's copies of its reply events for watchers, tokens merged
   to one event per answer every half second (engine/status_feed.py). Copying the bots' reply
-  queues instead brought every batch of tokens, twenty a second, and cost the engine 3 to 5 %
-  of its tokens/s (docs/console.md).
+  queues instead brought every batch of tokens and cost the engine tokens/s (docs/console.md,
+  "What it costs the engine").
 
 A copy is only read: nothing is acknowledged to, requeued in or dead-lettered from the
 engine's queues. The taps are ``Broker.tap``'s: this module sees copies (type, content type,
@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 
-from broker.amqp import Broker, Copy, Tap
+from broker.amqp import Broker
 from broker.protocol import (
     REQUEST_ROUTING_KEY,
     ProtocolError,
@@ -29,6 +29,7 @@ from broker.protocol import (
     decode_event,
     decode_request,
 )
+from broker.taps import Copy, Tap
 from cli.console.state import ConsoleState
 
 log = logging.getLogger(__name__)

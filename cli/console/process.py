@@ -1,8 +1,9 @@
 """The console as a process of its own, at a lower priority, beside ``concierge up``'s engine.
 
 In the engine's process the console's work (a copy of every reply event, the page's updates)
-ran on the engine's event loop and took the GIL from the generation thread between tokens:
-about 1 % of the CPU, but 3 to 5 % of the tokens/s (docs/console.md). As a child process at
+ran on the engine's event loop and took the GIL from the generation thread between tokens: a
+little CPU, but a measurable share of the tokens/s (docs/console.md, "What it costs the
+engine"). As a child process at
 ``nice +10`` it shares no GIL with the engine and, when the CPU is short, yields it.
 
 The child is ``concierge web --child``, with the parent's environment (so its settings):

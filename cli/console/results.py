@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cli.benchmarks.cancel import results_path
+from config.errors import ConciergeError
 
 if TYPE_CHECKING:
     from config.settings import Settings
@@ -24,8 +25,9 @@ DEFAULT_RESULTS = Path("cancel.json")
 PUBLISHED = Path(__file__).parent / "static" / "bench-cancel-2026-11-29.json"
 
 
-class NotResults(Exception):
-    """A file that holds no cancel results; the message says why, in a few words."""
+class NotResults(ConciergeError):
+    """A file that holds no cancel results; the message says why, in a few words (a note
+    beside the chart, never an error of the command)."""
 
 
 def cancel_results(path: Path | None = None, *, settings: Settings | None = None) -> dict[str, Any]:

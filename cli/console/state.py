@@ -9,9 +9,11 @@ to it: they are only a count (``unknown_before``), always at the head of the que
 from __future__ import annotations
 
 import statistics
-from collections import OrderedDict, deque
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass
 from typing import Any
+
+from cachetools import LRUCache
 
 from broker.protocol import (
     Cancel,
@@ -25,72 +27,14 @@ from broker.protocol import (
     Started,
     TokenEvent,
 )
+from cli.console.exchange import Exchange, Outcome, outcome_row, running_row, waiting_row
 
 SHOWN_WAITING = 100  # the page lists this many waiting requests; the rest are counted
 OUTCOMES_KEPT = 20
-QUESTION_CHARS = 160  # of a question, shown in the queue
 TEXT_CHARS = 20_000  # of an answer being generated, shown live
 ENDED_REMEMBERED = 500  # ended sessions, so a late copy of one is not taken for a new one
 OUTCOME_NAMES = {"done": "done", "cancelled": "stopped", "expired": "expired", "failed": "failed"}
 USER_KEY, KIND_KEY = "user", "kind"  # what ConciergeClient adds to every request's context
-
-
-@dataclass
-class Exchange:
-    """One request the console saw, from its copy (or from its events alone)."""
-
-    session_id: str
-    kind: str = "ask"
-    platform: str = ""
-    asker: str = ""
-    question: str = ""
-    reply_to: str = ""
-    sent_at: float | None = None  # the asker's clock (Unix seconds)
-    deadline: float | None = None
-    stop_by: str | None = None  # who asked to stop it (a cancel's user id)
-    started_at: float | None = None  # when the console saw it start (its own clock)
-    waited_s: float | None = None  # as the engine measured it
-    text: str = ""
-    tokens: int = 0
-    first_token_at: float | None = None
-    last_token_at: float | None = None
-    progress: dict[str, int] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, request: Request) -> Exchange:
-        return cls(
-            session_id=request.session_id,
-            kind=request.type,
-            platform=request.platform,
-            asker=request.user_id,
-            question=_short(request.question),
-            reply_to=request.reply_to,
-            sent_at=request.sent_at,
-            deadline=request.deadline,
-        )
-
-    def live_tokens_per_s(self) -> float | None:
-        """Tokens after the first over the time since it: the rate the asker sees now."""
-        if self.first_token_at is None or self.last_token_at is None or self.tokens < 2:
-            return None
-        span = self.last_token_at - self.first_token_at
-        return round((self.tokens - 1) / span, 1) if span > 0 else None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    session_id: str
-    kind: str
-    platform: str
-    asker: str
-    question: str
-    outcome: str  # done, stopped, expired, failed
-    ended_at: float
-    waited_s: float | None
-    tokens: int
-    tokens_per_s: float | None
-    elapsed_s: float | None
-    detail: str  # why it failed or expired, who stopped it, or a rescrape's summary
 
 
 @dataclass
@@ -108,8 +52,9 @@ class ConsoleState:
         self.waiting: dict[str, Exchange] = {}  # in arrival order (dicts keep it)
         self.running: dict[str, Exchange] = {}
         # Taken off the list by the broker's count, not by an event: kept, so that an event
-        # that comes after all (a start the console missed) still finds its request.
-        self.unseen: OrderedDict[str, Exchange] = OrderedDict()
+        # that comes after all (a start the console missed) still finds its request; only
+        # taken out again (``pop``), so the least recently used is the oldest.
+        self.unseen: LRUCache[str, Exchange] = LRUCache(maxsize=ENDED_REMEMBERED)
         self.outcomes: deque[Outcome] = deque(maxlen=OUTCOMES_KEPT)
         self.ended: deque[str] = deque(maxlen=ENDED_REMEMBERED)
         self.count = QueueCount()
@@ -250,8 +195,6 @@ class ConsoleState:
         self.unknown_before -= dropped
         for sid in list(self.waiting)[: excess - dropped]:
             self.unseen[sid] = self.waiting.pop(sid)
-            while len(self.unseen) > ENDED_REMEMBERED:
-                self.unseen.popitem(last=False)
         self._excess_since = None
 
     def on_answering(self, session_ids: list[str], now: float) -> None:
@@ -274,7 +217,7 @@ class ConsoleState:
     def snapshot(self, now: float) -> dict[str, Any]:
         ahead = self.unknown_before or 0
         waiting = [
-            _waiting_row(exchange, ahead + index + 1, now)
+            waiting_row(exchange, ahead + index + 1, now)
             for index, exchange in enumerate(list(self.waiting.values())[:SHOWN_WAITING])
         ]
         return {
@@ -283,8 +226,8 @@ class ConsoleState:
             "unknown_before": ahead,
             "broker_waiting": self.count.messages,
             "workers": self.count.consumers,
-            "running": [_running_row(exchange, now) for exchange in self.running.values()],
-            "outcomes": [_outcome_row(outcome) for outcome in self.outcomes],
+            "running": [running_row(exchange, now) for exchange in self.running.values()],
+            "outcomes": [outcome_row(outcome) for outcome in self.outcomes],
             "tokens_per_s": self._tokens_per_s(),
         }
 
@@ -300,56 +243,3 @@ class ConsoleState:
             "now": next((rate for rate in live if rate is not None), None),
             "recent_median": round(statistics.median(done), 1) if done else None,
         }
-
-
-def _short(question: str) -> str:
-    question = " ".join(question.split())
-    return question if len(question) <= QUESTION_CHARS else question[: QUESTION_CHARS - 1] + "…"
-
-
-def _waiting_row(exchange: Exchange, position: int, now: float) -> dict[str, Any]:
-    waited = now - exchange.sent_at if exchange.sent_at is not None else None
-    return {
-        "session_id": exchange.session_id,
-        "position": position,
-        "kind": exchange.kind,
-        "platform": exchange.platform,
-        "asker": exchange.asker,
-        "question": exchange.question,
-        "waited_s": round(max(0.0, waited), 1) if waited is not None else None,
-        "stop_by": exchange.stop_by,
-    }
-
-
-def _running_row(exchange: Exchange, now: float) -> dict[str, Any]:
-    return {
-        "session_id": exchange.session_id,
-        "kind": exchange.kind,
-        "platform": exchange.platform,
-        "asker": exchange.asker,
-        "question": exchange.question,
-        "waited_s": exchange.waited_s,
-        "running_s": round(now - exchange.started_at, 1) if exchange.started_at else None,
-        "text": exchange.text,
-        "tokens": exchange.tokens,
-        "tokens_per_s": exchange.live_tokens_per_s(),
-        "progress": exchange.progress,
-        "stop_by": exchange.stop_by,
-    }
-
-
-def _outcome_row(outcome: Outcome) -> dict[str, Any]:
-    return {
-        "session_id": outcome.session_id,
-        "kind": outcome.kind,
-        "platform": outcome.platform,
-        "asker": outcome.asker,
-        "question": outcome.question,
-        "outcome": outcome.outcome,
-        "ended_at": outcome.ended_at,
-        "waited_s": outcome.waited_s,
-        "tokens": outcome.tokens,
-        "tokens_per_s": outcome.tokens_per_s,
-        "elapsed_s": outcome.elapsed_s,
-        "detail": outcome.detail,
-    }

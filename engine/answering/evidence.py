@@ -17,12 +17,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from config.text_helpers import shorten
 from engine.answering.needs import Need, met, question_needs
 from engine.knowledge.models import Passage
 
 TITLE_SHARE = 0.25  # a need the title holds tells the article's sentences apart less
 MAX_QUOTE_CHARS = 280  # two short sentences: more is reading the article, not checking a claim
-ELLIPSIS = "…"
 SENTENCE_RE = re.compile(r"[^\n.!?\u3002\uff01\uff1f]+(?:[.!?\u3002\uff01\uff1f]+|$)", re.M)
 ASKS_FOR_NUMBER_RE = re.compile(  # not "when": "the first Sunday of the month" is an answer
     r"\bhow (?:much|many|long|late|early|old)\b|\bwhat time\b|いくら|何[時日分円歳回]", re.I
@@ -100,14 +100,14 @@ def find_evidence(
     chosen = [first, *_neighbour(first, candidates, score, max_chars)]
     chosen.sort(key=lambda s: s.index)
     passage = passages[first.rank]
-    return Evidence(passage.title, passage.url, _shorten(_join(chosen), max_chars))
+    return Evidence(passage.title, passage.url, shorten(_join(chosen), max_chars))
 
 
 def opening(passage: Passage, max_chars: int = MAX_QUOTE_CHARS) -> Evidence:
     """The passage's first paragraph, shortened: the quote of an article that covers the
     question by its title, with no sentence of its own meeting a need."""
     first = next((line.strip() for line in passage.text.splitlines() if line.strip()), "")
-    return Evidence(passage.title, passage.url, _shorten(first, max_chars))
+    return Evidence(passage.title, passage.url, shorten(first, max_chars))
 
 
 def _sentences(rank: int, passage: Passage, needs: Sequence[Need]) -> list[_Sentence]:
@@ -156,13 +156,3 @@ def _join(sentences: Sequence[_Sentence]) -> str:
         spaced = quote and quote[-1].isascii() and sentence.text[0].isascii()
         quote += (" " if spaced else "") + sentence.text
     return quote
-
-
-def _shorten(text: str, max_chars: int) -> str:
-    """At most ``max_chars``, cut at a space when there is one in the second half."""
-    if len(text) <= max_chars:
-        return text
-    keep = text[: max_chars - len(ELLIPSIS)]
-    if " " in keep[len(keep) // 2 :]:
-        keep = keep[: keep.rindex(" ")]
-    return keep.rstrip() + ELLIPSIS

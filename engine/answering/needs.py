@@ -8,6 +8,7 @@ same forms the search looked for.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from engine.knowledge.query import (
@@ -114,3 +115,21 @@ def _covers(run: str, term: str, index: int) -> bool:
     """Whether an occurrence of ``term`` in ``run`` spans position ``index``."""
     start = run.find(term, max(0, index - len(term) + 1))
     return 0 <= start <= index < start + len(term)
+
+
+# Functions a question calls by name ("itertools.batched()", "Path.walk()", "backup()") and
+# file types it names (".xlsx"): documentation that never mentions one does not answer about
+# it. Names without parentheses are left alone: "out.txt" or "--output" in a question are
+# usually the asker's own examples.
+CODE_NAME_RE = re.compile(
+    r"(?<![\w.-])(?:"
+    r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\(\)"  # a call, maybe dotted
+    r"|(\.[A-Za-z][A-Za-z0-9]{1,5})(?=[\s,;:?!)]|$)"  # a file type on its own
+    r")"
+)
+
+
+def code_names(question: str) -> list[str]:
+    """The functions and file types ``question`` names, lowercase, without parentheses."""
+    names = (m.group(1) or m.group(2) for m in CODE_NAME_RE.finditer(question))
+    return list(dict.fromkeys(name.lower() for name in names))

@@ -1,15 +1,25 @@
 """Is the question on the site? The one rule, decided on the search's passages before the
 model runs. The wire calls a question it refuses ``not_on_site``.
 
-The search always returns something when any word matches, and a small model answers from
-whatever it is given: "When does the ferry to Osaka leave?" retrieves the ferry timetable
-and gets its times. So a question is on the site only when one article holds most of what it
-asks about: the weighted share of its needs (``needs.question_needs``: its content words,
-the characters of its Japanese terms) met by the article's retrieved passages.
+The search always returns something, and a small model answers from whatever it is given:
+"When does the ferry to Osaka leave?" retrieves the ferry timetable and gets its times. So
+the site must show that it answers the question, in one of two ways:
 
-The share, not a bm25 score: bm25 depends on the size of the knowledge base and on how
-common a word is there, so no fixed threshold on it would mean the same on two sites.
-See docs/quality.md for how the threshold was chosen.
+- **its words**: one article holds most of what the question asks about, the weighted share
+  of its needs (``needs.question_needs``: its content words, the characters of its Japanese
+  terms) at least ``WORDS_SHARE``; a share, not a bm25 score, which would depend on the size
+  of the knowledge base;
+- **its meaning, across languages**: a question in another language than the pages (a
+  Japanese question about English documentation) shares no words with its answer, so there
+  the nearest passage's vector must be close to the question's, a cosine of at least
+  ``MEANING_COSINE``. Within one language a cosine does not tell a question the site
+  answers from one merely about the same thing ("Does the onsen have a sauna?" is as close
+  to the onsen's page as its opening hours are), so words decide there.
+
+And a question that names something the site never mentions (a function, a flag, a file type:
+``itertools.batched()``, ``--tls-cert``, ``.xlsx``) is not on it, however close the rest of
+its words: documentation answers about what it documents. The thresholds were chosen on the
+project's eval (docs/quality.md, "Is it on the site?").
 
 A follow-up ("and how much is the ticket?") rarely names its subject: when the question
 alone is not on the site, the question with the asker's earlier ones (as the search read
@@ -22,48 +32,66 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.answering.needs import Need, met, question_needs
+from engine.answering.wording import language_of
 from engine.knowledge.models import Passage
 
-ON_SITE_SHARE = 0.7  # docs/quality.md, "Is it on the site?"
+WORDS_SHARE = 0.7
+MEANING_COSINE = 0.40
+PASSAGES_USED = 3  # of the answering article, best first: what the model reads
 
 
 @dataclass(frozen=True, slots=True)
 class BestArticle:
-    """How much of the question the best article's passages answer (0.0 to 1.0)."""
+    """The article that answers the question best, and how: the share of the question's
+    needs its passages meet, and its best passage's cosine with the question."""
 
     url: str | None
     share: float
+    cosine: float = 0.0
+    across_languages: bool = False  # the question is not in the language of the passage
 
     @property
     def on_site(self) -> bool:
-        return self.url is not None and self.share >= ON_SITE_SHARE
+        by_meaning = self.across_languages and self.cosine >= MEANING_COSINE
+        return self.url is not None and (self.share >= WORDS_SHARE or by_meaning)
 
 
 def on_site_passages(
-    question: str, found: Sequence[Passage], *, follow_up_of: str = ""
+    question: str,
+    found: Sequence[Passage],
+    *,
+    unknown_names: Sequence[str] = (),
+    follow_up_of: str = "",
 ) -> list[Passage]:
-    """The passages of the article that answers ``question``, in rank order; [] when it is
-    not on the site (say so, and cite nothing)."""
+    """The best passages of the article that answers ``question``, in rank order; [] when it
+    is not on the site (say so, and cite nothing). ``unknown_names`` are the names the
+    question gives that the site never mentions."""
+    if unknown_names:
+        return []
     best = best_article(question, found)
     if not best.on_site and follow_up_of:
         best = best_article(follow_up_of, found)
     if not best.on_site:
         return []
-    return [passage for passage in found if passage.url == best.url]
+    return [passage for passage in found if passage.url == best.url][:PASSAGES_USED]
 
 
 def best_article(question: str, passages: Sequence[Passage]) -> BestArticle:
-    """The article whose retrieved passages meet the largest share of the question's needs
-    (the first in rank order on a tie); share 0.0 when the question names nothing."""
+    """The article whose passages meet the largest share of the question's needs, when one
+    meets enough; else the article of the passage nearest in meaning (the search's order
+    breaks a tie)."""
     needs = question_needs(question)
-    best = BestArticle(url=None, share=0.0)
-    if not needs:
-        return best
-    for url, text in _articles(passages).items():
+    by_words = BestArticle(url=None, share=0.0)
+    for url, text in _articles(passages).items() if needs else ():
         share = share_met(needs, text)
-        if share > best.share:
-            best = BestArticle(url=url, share=share)
-    return best
+        if share > by_words.share:
+            by_words = BestArticle(url, share, _cosine(url, passages))
+    if by_words.share >= WORDS_SHARE or not passages:
+        return by_words
+    nearest = max(passages, key=lambda passage: passage.similarity)
+    share = share_met(needs, _articles(passages)[nearest.url]) if needs else 0.0
+    across = language_of(question) != language_of(nearest.text)
+    return BestArticle(nearest.url, share, nearest.similarity, across)
 
 
 def share_met(needs: Sequence[Need], text: str) -> float:
@@ -76,9 +104,13 @@ def share_met(needs: Sequence[Need], text: str) -> float:
     return met_weight / total if total else 0.0
 
 
+def _cosine(url: str, passages: Sequence[Passage]) -> float:
+    return max(passage.similarity for passage in passages if passage.url == url)
+
+
 def _articles(passages: Sequence[Passage]) -> dict[str, str]:
-    """Each article's title and retrieved passages as one text, in rank order."""
+    """Each article's title, headings and retrieved passages as one text, in rank order."""
     texts: dict[str, list[str]] = {}
     for passage in passages:
-        texts.setdefault(passage.url, [passage.title]).append(passage.text)
+        texts.setdefault(passage.url, [passage.title]).extend((passage.heading, passage.text))
     return {url: "\n".join(parts) for url, parts in texts.items()}

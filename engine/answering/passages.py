@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from config.text_helpers import ELLIPSIS, shorten
 from engine.knowledge.models import PATH_SEPARATOR, Passage
 
 SEPARATOR = "\n\n"
 MIN_PARTIAL_CHARS = 200  # a cut passage shorter than this helps the model less than it costs
-ELLIPSIS = "…"
 
 
 def select_passages(passages: list[Passage], max_chars: int) -> list[Passage]:
@@ -61,8 +61,5 @@ def _header(number: int, passage: Passage) -> str:
 
 
 def _cut(passage: Passage, max_text_chars: int) -> Passage:
-    """The passage's text shortened to ``max_text_chars``, at a space when there is one."""
-    keep = passage.text[: max_text_chars - len(ELLIPSIS)]
-    if " " in keep[len(keep) // 2 :]:
-        keep = keep[: keep.rindex(" ")]
-    return replace(passage, text=keep.rstrip() + ELLIPSIS)
+    """The passage's text shortened to ``max_text_chars``, marked as cut."""
+    return replace(passage, text=shorten(passage.text, max_text_chars))

@@ -38,6 +38,7 @@ from engine.answering.history import (
     as_messages,
     search_text,
 )
+from engine.answering.needs import code_names
 from engine.answering.on_site import on_site_passages
 from engine.answering.prompt import PromptBuilder
 from engine.answering.smalltalk import small_talk, without_small_talk
@@ -46,6 +47,8 @@ from engine.answering.yes_no import is_yes_no_question
 from engine.backends.base import ChatMessage
 from engine.knowledge.models import Passage
 from engine.knowledge.store import KnowledgeBase
+
+PASSAGES_SEARCHED = 8  # per question, best first; step 4 keeps those of the answering article
 
 # What the engine does with a question: the model writes (from the site's passages, or, with
 # no articles yet, as a general assistant), or the engine answers alone.
@@ -98,12 +101,16 @@ class AnswerPlanner:
         language = language_of(asked)
         words = WORDING[language]
         searched = search_text(asked, history)  # 2
-        found = self.kb.search(searched, self.settings.retrieval_passages)
+        found = self.kb.search(searched, PASSAGES_SEARCHED)
         if not found and self.kb.is_empty():  # 3
             messages, fitted = self.prompts.build(question, history)
             return Plan("no_articles", language, note=words.no_articles, messages=messages,
                         history=fitted)  # fmt: skip
-        passages = on_site_passages(asked, found, follow_up_of=searched if history else "")  # 4
+        names = code_names(asked)  # 4: "itertools.batched()" must be on the site
+        unknown = [name for name in names if name not in self.kb.mentions(names)]
+        passages = on_site_passages(
+            asked, found, unknown_names=unknown, follow_up_of=searched if history else ""
+        )
         if not passages:
             return Plan("not_on_site", language, note=words.not_on_site)
         evidence = find_evidence(asked, passages) or opening(passages[0])  # 5

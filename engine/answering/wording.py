@@ -53,5 +53,8 @@ def wording(language: Language) -> Wording:
 WORDING: dict[Language, Wording] = {language: wording(language) for language in LOCALES}
 
 
-def language_of(question: str) -> Language:
-    return "ja" if JAPANESE_RE.search(question) else "en"
+def language_of(text: str) -> Language:
+    """Japanese when a tenth of the letters are kana or kanji (a question: any one)."""
+    letters = sum(1 for char in text[:2000] if char.isalpha())
+    japanese = len(JAPANESE_RE.findall(text[:2000]))
+    return "ja" if japanese and (japanese * 10 >= letters or letters < 200) else "en"

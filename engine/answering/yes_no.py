@@ -1,12 +1,11 @@
 """Yes/no questions ("Can I bring my dog?", "Is the museum open on Mondays?"), told apart from
 the others so the default model is not asked to answer them.
 
-Asked a yes/no question, SmolLM2-135M answers "No" to most of them whatever the article says:
-on eval/yesno.jsonl its own words held the right fact in 3 of 11 and contradicted the sentence
-quoted under them in most of the rest ("The library card is not free. From the site: “A
-library card is free for everyone…”"), against about 19 in 20 for questions that ask what,
-when or how much (docs/quality.md, "Yes/no questions"). So the engine quotes the article's
-sentence alone, as it does for a language the model does not write, unless
+Asked a yes/no question, SmolLM2-135M answers "No" to most of them whatever the article says,
+contradicting the sentence quoted under its words ("The library card is not free. From the
+site: “A library card is free for everyone…”"), far more often than it errs on questions that
+ask what, when or how much (docs/quality.md, "Yes/no questions"). So the engine quotes the
+article's sentence alone, as it does for a language the model does not write, unless
 ``CONCIERGE_MODEL_ANSWERS_YES_NO`` says the model can (a larger one).
 
 The rule is English only: the question opens with an auxiliary verb ("is", "can", "do",

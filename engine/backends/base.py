@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from broker.protocol import FinishReason
+from config.errors import EXIT_UNAVAILABLE, ConciergeError
 
+# llama.cpp's defaults; they matter only above temperature 0 (the default takes the likeliest
+# token), so they are fixed, not settings (docs/quality.md, "Decoding").
+TOP_P = 0.95
+MIN_P = 0.05
 FRAMING_TOKENS = 8  # per message, for a model with no chat template: [INST], roles, ends
 
 ShouldStop = Callable[[], bool]
@@ -32,12 +37,13 @@ class ChatMessage:
         return {"role": self.role, "content": self.content}
 
 
-class GenerationStopped(Exception):
+class GenerationStopped(ConciergeError):
     """``should_stop`` became true while the model was still processing the prompt (or, for
-    a backend reading from a server, while it waited for the next piece)."""
+    a backend reading from a server, while it waited for the next piece). A stop, caught by
+    the token loop: it never reaches a person."""
 
 
-class BackendFailed(Exception):
+class BackendFailed(ConciergeError):
     """An answer failed in a way the backend expects (a model server down, busy or refusing):
     the message is the asker's reason, one sentence with no secret and no exception class;
     ``detail`` (an exception's class, say) is for the engine's log only."""
@@ -47,9 +53,11 @@ class BackendFailed(Exception):
         self.detail = detail
 
 
-class BackendUnavailable(ConnectionError):
+class BackendUnavailable(ConciergeError, ConnectionError):
     """The model server cannot be reached at start (``CONCIERGE_BACKEND=openai``); the engine
     exits with the unavailable code, as for a missing broker."""
+
+    exit_code = EXIT_UNAVAILABLE
 
 
 class Backend(Protocol):
@@ -75,10 +83,11 @@ class Backend(Protocol):
 @dataclass(frozen=True)
 class GenerationLimits:
     """How the model picks its tokens, and how many (the CONCIERGE_ settings of the same
-    names; docs/quality.md says how the defaults were chosen)."""
+    names, but top-p and min-p, which are fixed; docs/quality.md says how the defaults were
+    chosen)."""
 
     max_tokens: int = 256
     temperature: float = 0.0
-    top_p: float = 0.95
-    min_p: float = 0.05
+    top_p: float = TOP_P
+    min_p: float = MIN_P
     repeat_penalty: float = 1.1

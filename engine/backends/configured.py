@@ -11,14 +11,17 @@ from engine.backends.openai.options import OpenAIOptions
 
 log = logging.getLogger(__name__)
 
+# Memory for llama.cpp's states after recent answers, so that a follow-up reads only its new
+# part even after other people's questions (docs/benchmarks.md, "Conversations").
+STATE_CACHE_MB = 256
+
 
 def model_options(settings: Settings) -> ModelOptions:
     return ModelOptions(
         path=settings.resolved_model_path(),
         context_size=settings.context_size,
         threads=settings.threads,
-        seed=settings.seed,
-        state_cache_bytes=settings.state_cache_mb * 1024 * 1024,
+        state_cache_bytes=STATE_CACHE_MB * 1024 * 1024,
     )
 
 
@@ -30,7 +33,6 @@ def backend_options(settings: Settings) -> ModelOptions | OpenAIOptions:
         base_url=settings.openai_base_url,
         model=settings.openai_model,
         api_key=settings.openai_api_key,
-        seed=settings.seed,
     )
 
 

@@ -20,7 +20,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from broker.amqp import Envelope
+from broker.messages import Envelope
 from broker.protocol import TERMINAL_TYPES, Done, Feedback, ReplyEvent, Request
 from engine.feedback.store import AnswerRecord, FeedbackStore
 from engine.metrics import EngineMetrics

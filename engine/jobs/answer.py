@@ -17,7 +17,7 @@ from engine.backends.base import Backend, BackendFailed, ChatMessage, Generation
 from engine.cancelled import CancelledSessions
 from engine.generation.ending import ending_event
 from engine.generation.loop import Generation, run_token_loop
-from engine.replies import Replies, TokenRelay
+from engine.replies import TOKEN_BATCH_S, Replies, TokenRelay
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class AnswerJob:
         limit_s = self.settings.answer_time_limit_s
         generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
         plan = await asyncio.to_thread(self.planner.plan, request)  # search, token counts
-        relay = TokenRelay(replies, self.settings.token_batch_s)
+        relay = TokenRelay(replies, TOKEN_BATCH_S)
         try:
             if plan.asks_model:
                 await self._generate(plan.messages, generation, relay, request.reply_to)
@@ -151,13 +151,11 @@ def _failure_reason(error: Exception, replies: Replies) -> str:
 
 
 def generation_limits(settings: Settings) -> GenerationLimits:
-    """The decoding settings (CONCIERGE_MAX_TOKENS, _TEMPERATURE, _TOP_P, _MIN_P,
-    _REPEAT_PENALTY), as every backend takes them."""
+    """The decoding settings (CONCIERGE_MAX_TOKENS, _TEMPERATURE, _REPEAT_PENALTY), as every
+    backend takes them; top-p and min-p keep their fixed defaults."""
     return GenerationLimits(
         max_tokens=settings.max_tokens,
         temperature=settings.temperature,
-        top_p=settings.top_p,
-        min_p=settings.min_p,
         repeat_penalty=settings.repeat_penalty,
     )
 

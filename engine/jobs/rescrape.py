@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from broker.protocol import MAX_BODY_BYTES, MAX_FAILURES_LISTED, Done, PageNotRead, Request, encode
 from config.settings import Settings
+from config.text_helpers import shorten
 from config.texts import Locale, t
 from engine.cancelled import CancelledSessions
 from engine.health import Running
@@ -138,14 +139,10 @@ def rescrape_done(
 
 def page_not_read(failure: PageFailure) -> PageNotRead:
     return PageNotRead(
-        url=_clip(failure.url, MAX_URL_CHARS),
-        reason=_clip(failure.reason, MAX_REASON_CHARS),
+        url=shorten(failure.url, MAX_URL_CHARS),
+        reason=shorten(failure.reason, MAX_REASON_CHARS),
         outcome=failure.outcome,
     )
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class ProgressRelay:

@@ -26,6 +26,7 @@ class Passage:
     score: float = 0.0  # the search's: higher is better
     heading: str = ""  # the section's heading path (PATH_SEPARATOR); "" for none
     anchor: str | None = None  # the section's id on the page, when it has one
+    similarity: float = 0.0  # the cosine of its vector with the question's (vectors.py)
 
     @property
     def link(self) -> str:

@@ -1,5 +1,11 @@
 """Reading the knowledge base: search and stats.
 
+The search is hybrid: the trigram index finds the question's own words (names, numbers,
+Japanese), the vectors find its meaning (a paraphrase, a Japanese question about English
+pages); the two rankings are fused by reciprocal rank (RRF), which needs no calibration
+between two kinds of score. Each passage found carries its cosine with the question, which
+the on-site rule reads (engine/answering/on_site.py).
+
 Every call opens its own read-only connection, so a ``KnowledgeBase`` can be shared by
 threads, and a call made after a rescrape's switch reads the new file.
 """
@@ -8,10 +14,12 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
 from config.texts import t
+from engine.knowledge.embedding import Embedder, shared_embedder
 from engine.knowledge.models import KbStats, Passage
 from engine.knowledge.query import Query, parse_query
 from engine.knowledge.schema import (
@@ -21,12 +29,18 @@ from engine.knowledge.schema import (
     has_current_schema,
     open_readonly,
 )
+from engine.knowledge.vectors import VectorCache
 
 # After a general answer given before the first rescrape: it says the answer is not the site's
 # (in English; engine/answering/wording.py picks the question's language).
 NO_ARTICLES_MESSAGE = t("engine.answer.no_articles", "en")
 
-COLUMNS = "title, url, body, heading, anchor"
+COLUMNS = "rowid, title, url, body, heading, anchor"
+CANDIDATES = 30  # from each ranking, before they are fused
+RRF_K = 60  # reciprocal rank fusion's damping: the usual value
+# Nearer than this in meaning, or not found by meaning: below it every passage of a site is
+# "near" a question about nothing on it (a cosine of 0.1 is two unrelated texts).
+MEANING_FLOOR = 0.25
 MATCH_SQL = f"""
 SELECT {COLUMNS}, -bm25(passages, {TITLE_WEIGHT}, {HEADING_WEIGHT}, {BODY_WEIGHT}) AS score
 FROM passages WHERE passages MATCH ? ORDER BY score DESC LIMIT ?
@@ -38,26 +52,47 @@ SELECT {COLUMNS}, 0.0 FROM (
 ) WHERE hits > 0 ORDER BY hits DESC LIMIT ?
 """
 HIT_SQL = "(instr(lower(title || ' ' || heading || ' ' || body), ?) > 0)"
+MENTION_SQL = f"SELECT 1 FROM passages WHERE {HIT_SQL} LIMIT 1"
 
 
 class KnowledgeBase:
     """The articles of the last successful rescrape, as stored at ``path``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, embedder: Embedder | None = None) -> None:
         self.path = path
+        self.embedder = embedder or shared_embedder()
+        self._vectors = VectorCache()
 
     def search(self, query: str, limit: int) -> list[Passage]:
-        """The best passages for a question, best first; [] when nothing matches."""
+        """The best passages for a question, best first, each with its cosine to the
+        question; [] when nothing matches."""
         parsed = parse_query(query)
         if limit <= 0 or not self.path.exists():
             return []
         with closing(open_readonly(self.path)) as conn:
             if not has_current_schema(conn):
                 return []
-            found = _match(conn, parsed, limit)
-            if len(found) < limit and parsed.substrings:
-                found += _substring_fill(conn, parsed, limit, found)
-        return found
+            lexical = _match(conn, parsed, CANDIDATES)
+            if len(lexical) < CANDIDATES and parsed.substrings:
+                lexical += _substring_fill(conn, parsed, CANDIDATES, lexical)
+            matrix = self._vectors.matrix(conn, self.path)
+            if not len(matrix.rowids):
+                return [p for _, p in lexical[:limit]]
+            question = self.embedder.embed([query])[0]
+            dense = [n for n in matrix.nearest(question, CANDIDATES) if n[1] >= MEANING_FLOOR]
+            fused = _fused([rowid for rowid, _ in lexical], [rowid for rowid, _ in dense])[:limit]
+            rows = dict(lexical) | _rows(conn, [r for r in fused if r not in dict(lexical)])
+            cosine = matrix.similarity(question, fused)
+        return [replace(rows[r], similarity=cosine.get(r, 0.0)) for r in fused if r in rows]
+
+    def mentions(self, names: list[str]) -> set[str]:
+        """Which of ``names`` (lowercase) some passage holds, as a substring of its text."""
+        if not names or not self.path.exists():
+            return set()
+        with closing(open_readonly(self.path)) as conn:
+            if not has_current_schema(conn):
+                return set()
+            return {name for name in names if conn.execute(MENTION_SQL, (name,)).fetchone()}
 
     def stats(self) -> KbStats:
         """Counts for ``concierge kb stats``; zeros before the first rescrape."""
@@ -92,24 +127,41 @@ class KnowledgeBase:
         return self.stats().articles == 0
 
 
-def _match(conn: sqlite3.Connection, query: Query, limit: int) -> list[Passage]:
+Found = list[tuple[int, Passage]]  # (rowid, passage), best first
+
+
+def _match(conn: sqlite3.Connection, query: Query, limit: int) -> Found:
     if not query.match:
         return []
     rows = conn.execute(MATCH_SQL, (query.match, limit)).fetchall()
-    return [_passage(row) for row in rows]
+    return [(row[0], _passage(row)) for row in rows]
 
 
-def _substring_fill(
-    conn: sqlite3.Connection, query: Query, limit: int, found: list[Passage]
-) -> list[Passage]:
+def _fused(*rankings: list[int]) -> list[int]:
+    """Rowids by reciprocal rank fusion: each ranking gives 1 / (RRF_K + rank)."""
+    score: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, rowid in enumerate(ranking, start=1):
+            score[rowid] = score.get(rowid, 0.0) + 1 / (RRF_K + rank)
+    return sorted(score, key=lambda rowid: -score[rowid])
+
+
+def _rows(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, Passage]:
+    if not rowids:
+        return {}
+    marks = ", ".join("?" * len(rowids))
+    rows = conn.execute(f"SELECT {COLUMNS}, 0.0 FROM passages WHERE rowid IN ({marks})", rowids)
+    return {row[0]: _passage(row) for row in rows}
+
+
+def _substring_fill(conn: sqlite3.Connection, query: Query, limit: int, found: Found) -> Found:
     """Passages holding the most short terms, for what the trigram index cannot match."""
     sql = SUBSTRING_SQL.format(hits=" + ".join([HIT_SQL] * len(query.substrings)))
     rows = conn.execute(sql, (*query.substrings, limit + len(found))).fetchall()
-    seen = {(p.url, p.text) for p in found}
-    extra = [_passage(row) for row in rows]
-    return [p for p in extra if (p.url, p.text) not in seen][: limit - len(found)]
+    seen = {rowid for rowid, _ in found}
+    return [(row[0], _passage(row)) for row in rows if row[0] not in seen][: limit - len(found)]
 
 
-def _passage(row: tuple[str, str, str, str, str | None, float]) -> Passage:
-    title, url, body, heading, anchor, score = row
+def _passage(row: tuple[int, str, str, str, str, str | None, float]) -> Passage:
+    _, title, url, body, heading, anchor, score = row
     return Passage(title, url, body, score, heading, anchor)

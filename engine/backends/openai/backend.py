@@ -29,6 +29,7 @@ import httpx
 
 from broker.protocol import FinishReason
 from config.settings import ConfigError
+from config.urls import masked_url
 from engine.backends.base import (
     ChatMessage,
     GenerationLimits,
@@ -44,7 +45,6 @@ from engine.backends.openai.server import (
     estimate_tokens,
     find_counter,
     list_models,
-    public_url,
 )
 from engine.backends.openai.sse import (
     BUSY_STATUSES,
@@ -103,7 +103,7 @@ class OpenAIBackend:
     def __init__(self, options: OpenAIOptions) -> None:
         self.options = options
         self.base_url, auth = without_userinfo(options.base_url.rstrip("/"))
-        self.shown_url = public_url(options.base_url.rstrip("/"))
+        self.shown_url = masked_url(options.base_url.rstrip("/"))
         self.model = options.model or ""
         self.counter: ServerCounter | None = None  # how the server counts tokens; None: estimate
         self.has_slots = False  # llama.cpp's /slots says when a stopped answer has left

@@ -10,11 +10,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
 from config.settings import ConfigError
+from config.urls import masked_url
 from engine.backends.base import FRAMING_TOKENS, BackendUnavailable, ChatMessage
 from engine.backends.openai.sse import KEY_VARIABLE, URL_VARIABLE, error_text
 
@@ -34,15 +34,6 @@ def estimate_tokens(messages: Sequence[ChatMessage]) -> int:
     return -(-text_bytes // BYTES_PER_TOKEN_ESTIMATE) + FRAMING_TOKENS * len(messages)
 
 
-def public_url(url: str) -> str:
-    """``url`` without any user or password in it (``***@`` instead), nor a query, which
-    may hold a key (``?api_key=``): for logs, messages and ``concierge status``."""
-    parts = urlsplit(url)
-    if "@" in parts.netloc:
-        parts = parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1])
-    return urlunsplit(parts._replace(query="", fragment=""))
-
-
 def server_root(base_url: str) -> str:
     """Where a server's own endpoints live: the OpenAI API's URL without its ``/v1``."""
     return base_url.rstrip("/").removesuffix("/v1")
@@ -50,7 +41,7 @@ def server_root(base_url: str) -> str:
 
 async def list_models(http: httpx.AsyncClient, base_url: str, timeout_s: float) -> list[str]:
     """The ids of ``GET /v1/models``: the start-up check, failing as the engine's start should."""
-    shown = public_url(base_url)
+    shown = masked_url(base_url)
     try:
         response = await http.get(f"{base_url}/models", timeout=timeout_s)
     except httpx.HTTPError as error:

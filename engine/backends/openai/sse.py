@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from config.text_helpers import shorten
 from engine.backends.base import BackendFailed
 
 DONE = "[DONE]"
@@ -149,8 +150,7 @@ def _message_of(payload: object) -> str:
 
 
 def _one_line(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= REASON_MAX_CHARS else line[: REASON_MAX_CHARS - 1] + "…"
+    return shorten(" ".join(text.split()), REASON_MAX_CHARS)
 
 
 def status_reason(status: int, body: str, model: str) -> str:

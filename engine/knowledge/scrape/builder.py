@@ -15,10 +15,13 @@ from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 
+from engine.knowledge.embedding import Embedder, shared_embedder, to_blob
 from engine.knowledge.models import Article, Section, Validators
 from engine.knowledge.schema import has_current_schema, open_for_build, open_readonly
 from engine.knowledge.scrape.dedupe import without_repeats
 from engine.knowledge.scrape.passages import split_passages
+
+EMBED_BATCH = 256  # passages embedded and written at a time
 
 
 def load_validators(path: Path) -> dict[str, Validators]:
@@ -37,14 +40,21 @@ def load_validators(path: Path) -> dict[str, Validators]:
 
 
 def build_kb(
-    target: Path, previous: Path, articles: list[Article], kept: list[str], now: datetime
+    target: Path,
+    previous: Path,
+    articles: list[Article],
+    kept: list[str],
+    now: datetime,
+    embedder: Embedder | None = None,
 ) -> tuple[int, int]:
-    """Fill the empty file ``target``; return its (article, passage) counts."""
+    """Fill the empty file ``target``; return its (article, passage) counts. CPU-bound (the
+    vectors of new passages): call it from a worker thread."""
     with closing(open_for_build(target)) as conn:
         if kept:
             _copy_kept(conn, previous, kept)
         with conn:
             _insert_articles(conn, without_repeats(articles), now)
+            _embed_new_passages(conn, embedder or shared_embedder())
             conn.execute("INSERT INTO meta VALUES ('rescraped_at', ?)", (now.isoformat(),))
         counts = (
             conn.execute("SELECT count(*) FROM articles").fetchone()[0],
@@ -94,6 +104,24 @@ def _passages(article: Article) -> Iterator[tuple[str, str | None, str]]:
     for section in sections:
         for text in split_passages(section.text):
             yield section.heading, section.anchor, text
+
+
+def _embed_new_passages(conn: sqlite3.Connection, embedder: Embedder) -> None:
+    """A vector for every passage that has none (the new ones: the kept ones were copied)."""
+    rows = conn.execute(
+        "SELECT rowid, heading, body FROM passages "
+        "WHERE rowid NOT IN (SELECT passage FROM vectors) ORDER BY rowid"
+    ).fetchall()
+    for start in range(0, len(rows), EMBED_BATCH):
+        batch = rows[start : start + EMBED_BATCH]
+        vectors = embedder.embed([f"{heading}\n{body}" for _, heading, body in batch])
+        conn.executemany(
+            "INSERT INTO vectors VALUES (?, ?)",
+            (
+                (rowid, to_blob(vector))
+                for (rowid, _, _), vector in zip(batch, vectors, strict=True)
+            ),
+        )
 
 
 def _fsync(path: Path) -> None:

@@ -6,15 +6,17 @@
 
 from __future__ import annotations
 
+from config.errors import ConciergeError
 from config.texts import Locale, t
 from engine.knowledge.models import PageFailure
 
 
-class RescrapeStopped(Exception):
-    """The user stopped the rescrape; the previous knowledge base is untouched."""
+class RescrapeStopped(ConciergeError):
+    """The user stopped the rescrape; the previous knowledge base is untouched. A stop, caught
+    by the rescrape job: it never reaches a person."""
 
 
-class RescrapeFailed(Exception):
+class RescrapeFailed(ConciergeError):
     """Nothing usable came back (no source, no articles, a sitemap that failed).
 
     Raised instead of replacing a good knowledge base with an empty or partial one;
@@ -33,8 +35,9 @@ class RescrapeFailed(Exception):
         return t(self.key, locale, **self.fields)
 
 
-class FetchError(Exception):
-    """A request that gave no usable page. ``status`` is None when no HTTP answer came."""
+class FetchError(ConciergeError):
+    """A request that gave no usable page. ``status`` is None when no HTTP answer came. It
+    ends one page (a ``PageFailure``, its reason in the rescrape's report), never the command."""
 
     def __init__(self, reason: str, status: int | None = None) -> None:
         super().__init__(reason)

@@ -5,10 +5,9 @@ Sizes are in characters, not words: Japanese text has no spaces to count.
 
 from __future__ import annotations
 
-import re
+from config.text_helpers import split_sentences
 
 PASSAGE_MAX_CHARS = 1200  # about 200 English words
-SENTENCE_END_RE = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s*")  # and Japanese ones
 
 
 def split_passages(text: str, max_chars: int = PASSAGE_MAX_CHARS) -> list[str]:
@@ -32,7 +31,7 @@ def _pieces(text: str, max_chars: int) -> list[str]:
         if len(paragraph) <= max_chars:
             pieces.append(paragraph)
             continue
-        for sentence in filter(None, SENTENCE_END_RE.split(paragraph)):
+        for sentence in split_sentences(paragraph):
             pieces.extend(_hard_cut(sentence, max_chars))
     return pieces
 

@@ -32,6 +32,10 @@ from engine.knowledge.scrape.progress import ProgressReporter
 from engine.knowledge.scrape.stopping import StopCheck, run_until_stopped
 
 T = TypeVar("T")
+
+USER_AGENT = "ConciergeBot/0.1 (+self-hosted)"  # sent with every fetch, and read by robots.txt
+FETCHES_PER_HOST = 2  # at once, each CONCIERGE_SCRAPE_DELAY_S after the last: polite
+
 log = logging.getLogger(__name__)
 
 
@@ -82,7 +86,7 @@ async def _crawl_site(
     policy = allowed_hosts(settings.site_allowed_hosts, sources)
     previous = await asyncio.to_thread(load_validators, settings.kb_path)
     async with _session(settings) as session:
-        gates = HostGates(settings.scrape_concurrency_per_host, settings.scrape_delay_s)
+        gates = HostGates(FETCHES_PER_HOST, settings.scrape_delay_s)
         fetcher = SiteFetcher(session, policy, gates)
         discovery = discover_urls(
             fetcher,
@@ -136,7 +140,7 @@ def _nothing_read(counts: ScrapeProgress, failures: tuple[PageFailure, ...]) -> 
 
 def _session(settings: Settings) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(
-        headers={"User-Agent": settings.scrape_user_agent},
+        headers={"User-Agent": USER_AGENT},
         timeout=aiohttp.ClientTimeout(total=settings.scrape_timeout_s),
         cookie_jar=aiohttp.DummyCookieJar(),
     )

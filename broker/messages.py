@@ -1,0 +1,162 @@
+"""Protocol messages to aio-pika messages and back: the AMQP properties of each, the decoders,
+and the ``Envelope`` a consumer gets instead of an aio-pika message.
+
+A message that does not decode is dead-lettered on opening, on every queue, and its consumer
+never sees it. docs/protocol.md lists the properties set here; ``broker.protocol`` encodes the
+bodies.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from functools import partial
+from typing import Generic, TypeVar
+
+import aio_pika
+from aio_pika.abc import AbstractIncomingMessage
+
+from broker.protocol import (
+    CONTENT_TYPE,
+    ERROR_HEADER,
+    Cancel,
+    Feedback,
+    ProtocolError,
+    ReplyEvent,
+    Request,
+    decode_cancel,
+    decode_event,
+    decode_feedback,
+    decode_request,
+    encode,
+)
+
+log = logging.getLogger(__name__)
+
+M = TypeVar("M")
+
+
+@dataclass(frozen=True)
+class Envelope(Generic[M]):
+    """A decoded message and what its consumer may do with it; aio-pika stays in the broker."""
+
+    message: M
+    redelivered: bool  # the broker gave it out before and it was never settled
+    ack: Callable[[], Awaitable[None]]
+    requeue: Callable[[], Awaitable[None]]  # hand it back to the queue for another consumer
+
+
+Handler = Callable[[Envelope[M]], Awaitable[None]]
+Decoder = Callable[[AbstractIncomingMessage], M]
+Burier = Callable[[AbstractIncomingMessage, str], Awaitable[None]]  # dead-letters, with a reason
+Callback = Callable[[AbstractIncomingMessage], Awaitable[None]]  # as aio-pika consumes
+
+
+async def open_envelope(
+    incoming: AbstractIncomingMessage, decode: Decoder[M], bury: Burier
+) -> Envelope[M] | None:
+    """The decoded message in its envelope; or None once a message that is not valid
+    protocol is parked in the dead-letter queue with the reason, and acknowledged (the
+    rule for every queue we consume, docs/protocol.md "Bad input")."""
+    try:
+        message = decode(incoming)
+    except ProtocolError as error:
+        log.warning("malformed message on %s: %s", incoming.routing_key, error.reason)
+        await bury(incoming, error.reason)
+        await incoming.ack()
+        return None
+    requeue = partial(incoming.reject, requeue=True)
+    return Envelope(message, bool(incoming.redelivered), incoming.ack, requeue)
+
+
+def opening(decode: Decoder[M], handler: Handler[M], bury: Burier) -> Callback:
+    """An aio-pika consumer callback that hands ``handler`` decoded messages only."""
+
+    async def on_message(incoming: AbstractIncomingMessage) -> None:
+        envelope = await open_envelope(incoming, decode, bury)
+        if envelope is not None:
+            await handler(envelope)
+
+    return on_message
+
+
+# --- incoming -------------------------------------------------------------------------------
+
+
+def to_request_or_cancel(incoming: AbstractIncomingMessage) -> Request | Cancel:
+    """A cancel can be found in the request queue (the FIFO trap, docs/protocol.md): its AMQP
+    ``type`` says so."""
+    if incoming.type == "cancel":
+        return decode_cancel(incoming.body, incoming.content_type)
+    return decode_request(incoming.body, incoming.content_type)
+
+
+def to_request(incoming: AbstractIncomingMessage) -> Request:
+    return decode_request(incoming.body, incoming.content_type)
+
+
+def to_cancel(incoming: AbstractIncomingMessage) -> Cancel:
+    return decode_cancel(incoming.body, incoming.content_type)
+
+
+def to_event(incoming: AbstractIncomingMessage) -> ReplyEvent:
+    return decode_event(incoming.body, incoming.content_type)
+
+
+def to_feedback(incoming: AbstractIncomingMessage) -> Feedback:
+    return decode_feedback(incoming.body, incoming.content_type)
+
+
+# --- outgoing -------------------------------------------------------------------------------
+
+
+def bot_message(message: Request | Cancel, ttl_s: float) -> aio_pika.Message:
+    """A bot-to-engine message with its protocol properties: persistent, typed, with a TTL."""
+    return aio_pika.Message(
+        encode(message),
+        content_type=CONTENT_TYPE,
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        expiration=timedelta(seconds=ttl_s),
+        message_id=message.session_id,
+        reply_to=message.reply_to if isinstance(message, Request) else None,
+        type=message.type,
+    )
+
+
+def event_message(event: ReplyEvent, *, persistent: bool) -> aio_pika.Message:
+    """A reply event as the engine publishes it: to its asker, or copied for watchers."""
+    return aio_pika.Message(
+        encode(event),
+        content_type=CONTENT_TYPE,
+        delivery_mode=(
+            aio_pika.DeliveryMode.PERSISTENT if persistent else aio_pika.DeliveryMode.NOT_PERSISTENT
+        ),
+        correlation_id=event.session_id,
+        type=event.type,
+    )
+
+
+def feedback_message(feedback: Feedback) -> aio_pika.Message:
+    """A vote: persistent, and no TTL (a vote keeps while no engine runs)."""
+    return aio_pika.Message(
+        encode(feedback),
+        content_type=CONTENT_TYPE,
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+        message_id=feedback.session_id,
+        type=feedback.type,
+    )
+
+
+def dead_letter(incoming: AbstractIncomingMessage, reason: str) -> aio_pika.Message:
+    """A message we cannot use, as parked in the dead-letter queue: the reason in a header."""
+    headers = dict(incoming.headers or {})
+    headers[ERROR_HEADER] = reason[:500]
+    headers["x-concierge-source"] = incoming.routing_key or ""
+    return aio_pika.Message(
+        incoming.body,
+        content_type=incoming.content_type,
+        headers=headers,
+        delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+    )

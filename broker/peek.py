@@ -1,0 +1,67 @@
+"""Looking at queues: their counts, and whether they are there.
+
+``peek_queues`` and ``peek_queue`` declare passively only (``concierge status``, a bot's reply
+queue): looking must never create a queue.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import aio_pika
+from aio_pika.abc import AbstractConnection, AbstractQueue, AbstractRobustChannel
+from aiormq.exceptions import ChannelAccessRefused, ChannelLockedResource, ChannelNotFoundEntity
+
+from broker.errors import cannot_reach
+from config.settings import Settings
+
+PEEK_CONNECT_TIMEOUT_S = 10.0  # `concierge status` says the broker is down after this
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    """The request queue at one moment: ``consumers`` is 0 when no engine is running."""
+
+    messages: int  # waiting; the one being answered is not counted
+    consumers: int
+
+
+@dataclass(frozen=True)
+class QueuePeek:
+    """A queue as a passive declare sees it: ``exclusive`` means alive on another connection."""
+
+    state: Literal["ok", "missing", "exclusive"]
+    messages: int | None = None
+    consumers: int | None = None
+
+
+async def peek_queues(settings: Settings, names: list[str]) -> list[QueuePeek]:
+    """Message and consumer counts of ``names``, on a plain connection that declares nothing."""
+    url = settings.broker_url.get_secret_value()
+    try:
+        connection = await aio_pika.connect(url, timeout=PEEK_CONNECT_TIMEOUT_S)
+    except Exception as error:
+        raise cannot_reach(url, error) from None
+    async with connection:
+        return [await peek_queue(connection, name) for name in names]
+
+
+async def peek_queue(connection: AbstractConnection, name: str) -> QueuePeek:
+    """A failed passive declare closes its channel, hence a throwaway channel per queue."""
+    channel = await connection.channel(publisher_confirms=False)
+    queue: AbstractQueue
+    try:
+        if isinstance(channel, AbstractRobustChannel):  # never to be re-declared on reconnect
+            queue = await channel.declare_queue(name, passive=True, robust=False)
+        else:
+            queue = await channel.declare_queue(name, passive=True)
+    except ChannelNotFoundEntity:
+        return QueuePeek("missing")
+    except (ChannelLockedResource, ChannelAccessRefused):
+        return QueuePeek("exclusive")
+    finally:
+        if not channel.is_closed:
+            await channel.close()
+    declared = queue.declaration_result
+    return QueuePeek("ok", declared.message_count, declared.consumer_count)
