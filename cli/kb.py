@@ -67,18 +67,13 @@ def kb_search(settings: Settings, words: str, limit: int = 5) -> int:
     if not passages:
         console.print("no passage matches")
         return 1
-    table = Table("relevance\n(bm25, higher\nis better)", "article", "passage", show_lines=True)
+    table = Table("meaning\n(cosine)", "section", "passage", show_lines=True)
     for passage in passages:
         excerpt = shorten(passage.text, EXCERPT_CHARS)
-        table.add_row(relevance(passage.score), f"{passage.title}\n{passage.url}", excerpt)
+        where = f"{passage.heading or passage.title}\n{passage.link}"
+        table.add_row(f"{passage.similarity:.2f}", escape(where), excerpt)
     console.print(table)
     return 0
-
-
-def relevance(bm25: float) -> str:
-    """SQLite's bm25 is negative, lower is better, 0 for a substring match: shown negated, so
-    higher is better, and never as ``-0.00``."""
-    return f"{max(-bm25, 0.0) + 0.0:.2f}"
 
 
 def _existing(settings: Settings, console: Console) -> Path | None:

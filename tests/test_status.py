@@ -17,7 +17,6 @@ from bots.client import ConciergeClient
 from broker.amqp import Broker
 from broker.errors import BrokerUnavailable
 from broker.protocol import Feedback
-from cli.kb import relevance
 from cli.status import (
     Health,
     QueueInfo,
@@ -234,13 +233,6 @@ async def test_the_engines_knowledge_base_is_shown_when_it_reports_one(
 def test_one_article_is_not_one_articles() -> None:
     assert KbStats(1, 1, None, 0).text.startswith("1 article, 1 passage, ")
     assert KbStats(2, 0, None, 0).text.startswith("2 articles, 0 passages, ")
-
-
-@pytest.mark.parametrize(("bm25", "shown"), [(0.0, "0.00"), (-0.0, "0.00"), (-1.234, "1.23")])
-def test_kb_search_scores_are_higher_for_better_and_never_minus_zero(
-    bm25: float, shown: str
-) -> None:
-    assert relevance(bm25) == shown
 
 
 def test_the_operations_guide_names_the_metrics_port_for_scaling() -> None:
