@@ -67,7 +67,7 @@ def kb_search(settings: Settings, words: str, limit: int = 5) -> int:
     if not passages:
         console.print("no passage matches")
         return 1
-    table = Table("meaning\n(cosine)", "section", "passage", show_lines=True)
+    table = Table("meaning\n(cosine, higher\nis closer)", "section", "passage", show_lines=True)
     for passage in passages:
         excerpt = shorten(passage.text, EXCERPT_CHARS)
         where = f"{passage.heading or passage.title}\n{passage.link}"
