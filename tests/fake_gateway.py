@@ -17,7 +17,8 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from tests.fake_discord import API, FakeDiscord, ready_payload
+from tests.fake_discord import FakeDiscord
+from tests.fake_discord_wire import API, ready_payload
 
 HELLO, IDENTIFY, HEARTBEAT, HEARTBEAT_ACK, DISPATCH = 10, 2, 1, 11, 0
 

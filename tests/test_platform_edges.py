@@ -42,7 +42,8 @@ from broker.amqp import Broker
 from config.settings import Settings
 from tests import slack_fixture
 from tests.conftest import RunningEngine
-from tests.fake_discord import APP_ID, FakeDiscord, start
+from tests.fake_discord import FakeDiscord, start
+from tests.fake_discord_wire import APP_ID
 from tests.fake_slack import FakeSlack, Message, SlackDelivery
 from tests.slack_fixture import ASKER, CHANNEL, SIGNING_SECRET, mention, slack_bot
 from tests.test_secrets import log_output

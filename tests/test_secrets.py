@@ -29,11 +29,11 @@ from config.logging import NOISY_LOGGERS, REDACTED, redact, setup_logging
 from config.settings import Settings
 from engine.backends.base import Backend
 from tests.conftest import LONG_QUESTION, start_engine
-from tests.fake_discord import (
+from tests.fake_discord import start
+from tests.fake_discord_wire import (
     guild_payload,
     interaction_payload,
     message_payload,
-    start,
     user_payload,
 )
 from tests.fake_gateway import FakeGateway
