@@ -26,12 +26,12 @@ NEEDS: dict[str, set[tuple[str, str]]] = {
     BROKER: {("tests.conftest", "settings")},
     MODEL: {
         ("tests.conftest", "backend"),
-        ("tests.test_conversation_engine", "cached"),
+        ("tests.test_conversation_engine_states", "cached"),
         ("tests.test_engine_start", "second_backend"),
         ("tests.test_scaling", "second_backend"),
-        ("tests.test_openai_backend", "server"),
-        ("tests.test_openai_backend", "key_server"),
-        ("tests.test_openai_backend", "own_server"),
+        ("tests.openai_server_fixture", "server"),
+        ("tests.test_openai_backend_config", "key_server"),
+        ("tests.openai_server_fixture", "own_server"),
     },
 }
 
@@ -43,7 +43,7 @@ class UnmarkedUse(AssertionError):
 def used_fixtures(item: pytest.Item) -> set[tuple[str, str]]:
     """(module, name) of each fixture the test runs. An override that asks for the fixture it
     overrides (slack_fixture's ``settings``) runs that one too; one that does not
-    (test_knowledge's ``settings``: no broker names) replaces it."""
+    (knowledge_helpers' ``settings``: no broker names) replaces it."""
     info = getattr(item, "_fixtureinfo", None)  # pytest's: the only record of the overrides
     used: set[tuple[str, str]] = set()
     for name, definitions in info.name2fixturedefs.items() if info else ():

@@ -26,7 +26,8 @@ from bots.slack.app import build_app
 from bots.slack.format import BODY_CHARS
 from bots.slack.http import EVENTS_PATH, events_web_app
 from config.settings import Settings
-from tests.fake_slack import BOT_USER_ID, FakeSlack, SlackDelivery, start_fake_slack
+from tests.fake_slack import BOT_USER_ID, FakeSlack, start_fake_slack
+from tests.fake_slack_delivery import SlackDelivery
 
 SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 CHANNEL = "C0GENERAL"

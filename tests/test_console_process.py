@@ -17,7 +17,7 @@ import pytest
 from broker.amqp import Broker
 from cli.console.process import NICENESS
 from config.settings import Settings
-from tests.test_cli import cli_env, concierge
+from tests.cli_fixture import cli_env, concierge
 
 START_TIMEOUT_S = 90
 

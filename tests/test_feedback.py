@@ -32,8 +32,8 @@ from engine.feedback.store import (
 from engine.knowledge.scrape.builder import build_kb
 from engine.metrics import MetricsServer
 from tests.conftest import RunningEngine, start_engine
+from tests.grounded_fixture import BASE, site_articles
 from tests.helpers import collect
-from tests.test_grounded import BASE, site_articles
 from tests.test_metrics import Samples, scrape
 
 FERRY = f"{BASE}/ferry-timetable.html"

@@ -7,7 +7,7 @@ import pytest
 
 from bots.client import ConciergeClient
 from engine.generation.paragraphs import ParagraphLimit
-from tests.test_grounded import ask, replay, site_client  # noqa: F401  # the fixture
+from tests.grounded_fixture import ask, replay, site_client  # noqa: F401  # the fixture
 
 # The default model's own answer to "How long does a session last?" (eval/followups.jsonl),
 # in pieces as it streamed them: the blank line comes as two pieces.

@@ -44,7 +44,8 @@ from tests import slack_fixture
 from tests.conftest import RunningEngine
 from tests.fake_discord import FakeDiscord, start
 from tests.fake_discord_wire import APP_ID
-from tests.fake_slack import FakeSlack, Message, SlackDelivery
+from tests.fake_slack import FakeSlack, Message
+from tests.fake_slack_delivery import SlackDelivery
 from tests.slack_fixture import ASKER, CHANNEL, SIGNING_SECRET, mention, slack_bot
 from tests.test_secrets import log_output
 

@@ -1,5 +1,5 @@
 """Small talk ("hi", "thanks!", "ありがとう") told apart from questions: the pure rule. The
-answers through the real engine are in tests/test_grounded.py."""
+answers through the real engine are in tests/test_grounded_quotes.py."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from config.texts import t
 from engine.answering.pipeline import AnswerPlanner
 from engine.answering.smalltalk import small_talk, without_small_talk
 from engine.knowledge.scrape.builder import build_kb
-from tests.test_grounded import site_articles
+from tests.grounded_fixture import site_articles
 
 
 @pytest.mark.parametrize(

@@ -18,10 +18,10 @@ from bots.ask import Ask
 from bots.client import ConciergeClient
 from broker.amqp import Broker
 from config.settings import Settings
+from tests.cli_fixture import cli_env, concierge
 from tests.conftest import RunningEngine
 from tests.helpers import WireTap
-from tests.test_cli import cli_env, concierge
-from tests.test_terminal import Terminal, terminals  # noqa: F401  # the fixture
+from tests.terminal_fixture import Terminal, terminals  # noqa: F401  # the fixture
 
 KEYS = {
     "en": "/new starts a new conversation · Ctrl+D leaves",

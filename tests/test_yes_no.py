@@ -1,7 +1,7 @@
 """Yes/no questions, which the default model answers "No" whatever the article says, get the
 article's sentence quoted alone (``engine/answering/yes_no.py``), unless the settings say the model
 can
-answer them. Through the engine: tests/test_grounded.py."""
+answer them. Through the engine: tests/test_grounded_quotes.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from config.settings import Settings
 from engine.answering.pipeline import AnswerPlanner
 from engine.answering.yes_no import is_yes_no_question
 from engine.knowledge.scrape.builder import build_kb
-from tests.test_grounded import BASE, site_articles
+from tests.grounded_fixture import BASE, site_articles
 
 
 @pytest.mark.parametrize(

@@ -1,18 +1,13 @@
-"""Conversations on the engine side, with the real model and the real broker: the history in
-the prompt and trimmed to the context, a follow-up's search, bad histories dead-lettered, and
-llama.cpp's state cache."""
+"""Conversations on the engine side: histories, follow-ups and bad histories reach the model."""
 
 from __future__ import annotations
 
-import dataclasses
-import io
 import json
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import UTC, datetime
 
 import aio_pika
 import pytest
-from rich.console import Console
 
 from bots.ask import Ask
 from bots.client import ConciergeClient
@@ -29,17 +24,11 @@ from broker.protocol import (
     Request,
     make_request,
 )
-from cli.benchmarks import report
-from cli.benchmarks.conversation import CACHED, UNCACHED, ConversationConfig, run_conversation
-from cli.benchmarks.rig import BenchBackend
-from config.settings import Settings, load_settings
+from config.settings import Settings
 from engine.answering.history import as_messages
 from engine.answering.pipeline import AnswerPlanner
 from engine.answering.prompt import chat_messages
-from engine.backends.base import Backend, ChatMessage, GenerationLimits
-from engine.backends.configured import STATE_CACHE_MB, model_options
-from engine.backends.llama import LlamaBackend
-from engine.backends.state_cache import MIB, StateCache, entry_bytes
+from engine.backends.base import Backend
 from engine.knowledge.models import Article
 from engine.knowledge.scrape.builder import build_kb
 from tests.conftest import RunningEngine, start_engine
@@ -230,125 +219,3 @@ async def test_a_request_with_a_bad_history_is_dead_lettered_and_the_next_is_ans
     reasons = [str(message.headers[ERROR_HEADER]) for message in parked]
     assert all(reason.startswith("invalid request") and "history" in reason for reason in reasons)
     await channel.close()
-
-
-# --- llama.cpp's state cache --------------------------------------------------------------
-
-
-def test_the_engines_backend_keeps_states_within_the_configured_bytes(backend: Backend) -> None:
-    configured = STATE_CACHE_MB * MIB
-    assert isinstance(backend, LlamaBackend) and configured > 0
-
-    assert isinstance(backend.state_cache, StateCache)
-    assert backend.llm.cache is backend.state_cache
-    assert backend.state_cache.capacity_bytes == configured
-
-
-@pytest.mark.model  # a model of its own, loaded in the test
-def test_no_state_cache_when_its_size_is_zero() -> None:
-    options = dataclasses.replace(model_options(load_settings()), state_cache_bytes=0)
-    backend = LlamaBackend(options)
-
-    assert backend.state_cache is None and backend.llm.cache is None
-
-
-@pytest.fixture(scope="module")
-def cached() -> Iterator[LlamaBackend]:
-    """A model of its own with a small state cache: about three states of a short prompt."""
-    options = dataclasses.replace(model_options(load_settings()), state_cache_bytes=8 * MIB)
-    yield LlamaBackend(options)
-
-
-def answer(backend: LlamaBackend, messages: list[ChatMessage], max_tokens: int = 24) -> str:
-    limits = GenerationLimits(max_tokens=max_tokens, temperature=0.0)
-    return "".join(backend.stream(messages, lambda: False, limits))
-
-
-def test_a_prompt_is_counted_in_the_tokens_the_model_reads(cached: LlamaBackend) -> None:
-    messages = chat_messages(
-        "Be brief.",
-        "Which is larger?",
-        articles="[1] Numbers (https://n.example)\nNine is larger than seven.",
-        history=[ChatMessage("user", "Think of 7 and 9."), ChatMessage("assistant", "Done.")],
-    )
-
-    answer(cached, messages, max_tokens=1)  # the one token is sampled, not read back
-
-    assert cached.llm.n_tokens == cached.count_tokens(messages)
-
-
-def test_a_follow_up_after_another_question_is_answered_from_its_saved_state(
-    cached: LlamaBackend,
-) -> None:
-    system = "You are a helpful assistant."
-    first = chat_messages(system, "Name three animals that live on a farm.")
-    reply = answer(cached, first)
-    answer(cached, chat_messages(system, "Describe the colour of the sea at night."))
-    follow_up = chat_messages(
-        system,
-        "Which of them gives milk?",
-        history=[ChatMessage("user", first[-1].content), ChatMessage("assistant", reply)],
-    )
-    cache = cached.state_cache
-    assert cache is not None
-    loaded: list[int] = []
-    load_state = cached.llm.load_state
-    cached.llm.load_state = lambda state: (loaded.append(state.n_tokens), load_state(state))[1]
-
-    try:
-        from_cache = answer(cached, follow_up)
-    finally:
-        del cached.llm.load_state
-
-    assert len(loaded) == 1 and loaded[0] > cached.count_tokens(first)  # its prompt and answer
-    cached.llm.set_cache(None)
-    cached.reset()  # read from the start, as without the cache
-    try:
-        assert from_cache == answer(cached, follow_up)
-    finally:
-        cached.llm.set_cache(cache)
-    assert all(state.scores.shape[0] == 1 for state in cache.cache_state.values())
-    assert cache.cache_size == sum(entry_bytes(s) for s in cache.cache_state.values())
-    assert cache.cache_size <= cache.capacity_bytes
-
-
-def test_the_oldest_states_go_once_the_capacity_is_reached(cached: LlamaBackend) -> None:
-    cache = cached.state_cache
-    assert cache is not None
-    saved: list[tuple[int, ...]] = []  # each answer's state, oldest first
-    produced = 0
-    for n in range(40):
-        answer(cached, chat_messages("Be brief.", f"One fact about the number {n}?"), 4)
-        key, state = next(reversed(cache.cache_state.items()))
-        saved.append(key)
-        produced += entry_bytes(state)
-        assert cache.cache_size <= cache.capacity_bytes
-        if produced > cache.capacity_bytes:  # they cannot all be there any more
-            break
-
-    kept = list(cache.cache_state)
-    assert produced > cache.capacity_bytes and saved[0] not in kept
-    assert kept == saved[-len(kept) :]  # the newest states, in the order they were saved
-
-
-# --- concierge bench conversation ---------------------------------------------------------
-
-
-@pytest.mark.broker  # the bench rig connects on a prefix of its own
-async def test_bench_conversation_measures_each_turn_both_ways(backend: Backend) -> None:
-    assert isinstance(backend, LlamaBackend) and backend.state_cache is not None
-    config = ConversationConfig(turns=2, interleave=1, max_tokens=4)
-
-    doc = await run_conversation(load_settings(), BenchBackend(backend, cold=False), config, print)
-
-    assert doc["benchmark"] == "conversation" and json.loads(json.dumps(doc)) == doc
-    assert [row["history_used"] for row in doc["summary"]["by_turn"]] == [0, 2]
-    for turn in doc["turns"]:
-        assert turn[CACHED]["ttft_s"] > 0 and turn[UNCACHED]["ttft_s"] > 0
-        assert turn[CACHED]["prompt_tokens"] > 0
-        assert 0 < turn["cache"]["bytes"] <= turn["cache"]["capacity_bytes"]
-    assert {turn["first"] for turn in doc["turns"]} == {CACHED, UNCACHED}
-    assert backend.llm.cache is backend.state_cache  # switched back on after the uncached turn
-    shown = io.StringIO()
-    report.print_report(doc, Console(file=shown, width=160))
-    assert "last turn / first, with the cache" in shown.getvalue()

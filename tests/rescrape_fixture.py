@@ -1,0 +1,39 @@
+"""What the rescrape policy tests share: the local site's settings, another port and scraping."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from config.settings import Settings
+from engine.knowledge.models import PageFailure, ScrapeProgress, ScrapeResult
+from engine.knowledge.scrape.rescrape import rescrape
+from tests.site_fixture import FakeSite
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def settings(site: FakeSite, tmp_path: Path) -> Settings:
+    """Only the site and a file: these tests need no broker."""
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        kb_path=tmp_path / "kb" / "kb.sqlite3",
+        site_sitemap_url=f"{site.base}/sitemap_index.xml",
+        site_feed_url=f"{site.base}/feed.xml",
+        site_allowed_hosts=[site.netloc],
+        scrape_delay_s=0.01,
+        scrape_timeout_s=5,
+    )
+
+
+async def scrape(
+    settings: Settings, on_progress: Callable[[ScrapeProgress], None] | None = None
+) -> ScrapeResult:
+    return await rescrape(settings, on_progress or (lambda _: None), lambda: False)
+
+
+def by_slug(failures: tuple[PageFailure, ...]) -> dict[str, PageFailure]:
+    return {failure.url.rsplit("/", 1)[-1]: failure for failure in failures}

@@ -1,0 +1,59 @@
+"""The terminal's rendering of an answer's markdown, block by block."""
+
+from __future__ import annotations
+
+import io
+
+import pyte
+from rich.console import Console
+
+from bots.terminal.text import MarkdownText, PlainText, finished_length
+from tests.terminal_fixture import COLS, ROWS
+
+# --- how the text is shown ------------------------------------------------------------------
+
+ANSWER = "Some **bold** and _slanted_ words.\n\n- one\n- two\n\n```\nx = 1\n\n```\nEnd.\n\n"
+
+
+def _rendered(pieces: list[str], final: str) -> list[str]:
+    """What a terminal shows once ``pieces`` streamed into a ``MarkdownText`` and ended."""
+    screen = pyte.HistoryScreen(COLS, ROWS, history=100)
+    stream = pyte.Stream(screen)
+    buffer = io.StringIO()
+    text = MarkdownText(
+        Console(file=buffer, force_terminal=True, width=COLS, height=ROWS, color_system=None)
+    )
+    for piece in pieces:
+        text.add(piece)
+        stream.feed(buffer.getvalue().replace("\n", "\r\n"))
+        buffer.seek(0)
+        buffer.truncate()
+    text.finish(final)
+    stream.feed(buffer.getvalue().replace("\n", "\r\n"))
+    return [line.rstrip() for line in screen.display if line.strip()]
+
+
+def test_markdown_is_rendered_for_a_terminal_block_by_block() -> None:
+    pieces = [ANSWER[i : i + 3] for i in range(0, len(ANSWER), 3)]
+    shown = _rendered(pieces, ANSWER + "Sources:\n- A page <https://example.com/a>")
+    assert shown[0] == "Some bold and slanted words."
+    assert shown[1:3] == [" • one", " • two"]
+    assert "x = 1" in shown[3]
+    assert shown[4:] == ["End.", "Sources:", " • A page https://example.com/a"]
+    assert not [line for line in shown if "**" in line or "_s" in line or "```" in line]
+
+
+def test_text_a_lost_piece_left_out_is_shown_at_the_end() -> None:
+    shown = _rendered(["One ", "two "], "One two three.")
+    assert shown == ["One two three."]
+    piped = io.StringIO()
+    plain = PlainText(piped)
+    plain.add("One _two_ ")
+    plain.finish("One _two_ three.")
+    assert piped.getvalue() == "One _two_ three.\n"  # a pipe gets the text as written
+
+
+def test_a_block_ends_at_a_blank_line_outside_a_code_fence() -> None:
+    assert finished_length("Para one.\n\nPara") == len("Para one.\n\n")
+    assert finished_length("```\ncode\n\nmore") == 0
+    assert finished_length("Para one.\n") == 0
