@@ -71,7 +71,7 @@ def kb_search(settings: Settings, words: str, limit: int = 5) -> int:
     for passage in passages:
         excerpt = shorten(passage.text, EXCERPT_CHARS)
         where = f"{passage.heading or passage.title}\n{passage.link}"
-        table.add_row(f"{passage.similarity:.2f}", escape(where), excerpt)
+        table.add_row(f"{passage.similarity:.2f}", escape(where), escape(excerpt))
     console.print(table)
     return 0
 
