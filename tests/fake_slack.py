@@ -86,6 +86,7 @@ class FakeSlack:
     acks: list[dict[str, Any]] = field(default_factory=list)  # Socket Mode acknowledgements
     errors: dict[str, str] = field(default_factory=dict)  # method -> the error it answers
     dropped: set[str] = field(default_factory=set)  # carried out, the connection then cut
+    without: dict[str, tuple[str, ...]] = field(default_factory=dict)  # fields left out
     unanswered: set[str] = field(default_factory=set)  # carried out, then no word at all
     ephemerals: list[dict[str, Any]] = field(default_factory=list)  # chat.postEphemeral
     streaming: bool = False  # Slack offers chat streaming (else: unknown_method, as before it)
@@ -168,6 +169,8 @@ class FakeSlack:
                 headers={"Retry-After": str(retry_after.pop(0))},
             )
         body = self._answer(method, params)
+        for field_name in self.without.get(method, ()):  # "ok", yet a field is missing
+            body.pop(field_name, None)
         await self._record(Call(method, params, time.monotonic()))
         if method in self.dropped and request.transport is not None:
             request.transport.close()  # the answer is lost on the way

@@ -93,6 +93,22 @@ async def test_where_slack_refuses_to_stream_answers_are_updated_in_place(
     assert "".join(sections) == first[0].text  # the text shows in the blocks too
 
 
+async def test_a_stream_start_answered_without_its_ts_is_posted_instead(
+    bot: Bot, engine: RunningEngine, client: ConciergeClient, fake: FakeSlack
+) -> None:
+    """Slack said ok but gave no ``ts`` to stream into: the answer is posted and updated, as
+    for a refusal, and nothing is lost (it ended with a traceback and no answer)."""
+    fake.streaming, fake.without["chat.startStream"] = True, ("ts",)
+    with log_output("INFO") as output:
+        await bot.slack.event(mention("Say hello.", "305.1"))
+        messages = await wait_until_shown(fake, "305.1")
+    expected = await direct_answer(client, "Say hello.")
+
+    posted = [m for m in messages if not m.streamed]
+    assert shown(posted) == (as_slack_shows(expected), DONE)
+    assert "Traceback" not in output.getvalue()
+
+
 async def test_a_stream_start_slack_never_answers_is_posted_instead_and_streaming_stays_on(
     bot: Bot, engine: RunningEngine, client: ConciergeClient, fake: FakeSlack
 ) -> None:

@@ -26,7 +26,14 @@ from bots.slack.format import (
 )
 from bots.slack.markdown import stream_markdown
 from bots.slack.status import ThreadStatus
-from bots.slack.stream import OUT_OF_REACH, Feature, MessageStream, StreamBroken, stop_quietly
+from bots.slack.stream import (
+    OUT_OF_REACH,
+    Feature,
+    MessageStream,
+    StreamBroken,
+    StreamRefused,
+    stop_quietly,
+)
 from bots.slack.votes import vote_blocks
 from config.texts import Locale
 
@@ -190,6 +197,10 @@ class SlackSink:
         except SlackApiError as error:
             self.native.streaming.refused(str(error.response.get("error", "unknown")))
             self.streaming = False  # this answer's next messages are posted
+            return None
+        except StreamRefused as error:
+            self.native.streaming.refused(str(error))
+            self.streaming = False
             return None
         except OUT_OF_REACH as error:
             # No answer, so the message is posted instead (and the answer's next ones, with no

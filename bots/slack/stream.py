@@ -68,6 +68,11 @@ PLACE_ERRORS = frozenset(
 OUT_OF_REACH: tuple[type[Exception], ...] = (aiohttp.ClientError, OSError)
 
 
+class StreamRefused(ConciergeError):
+    """Slack answered ``chat.startStream`` ok, but without what a stream needs: handled like a
+    refusal (the message is posted instead), never shown to a person."""
+
+
 class StreamBroken(ConciergeError):
     """The stream cannot show the text any more; the message is to be rewritten whole (by the
     sink, which catches it: it never reaches a person)."""
@@ -129,7 +134,10 @@ class MessageStream:
             recipient_user_id=user or None,
             recipient_team_id=team or None,
         )
-        return cls(web, response["channel"] or channel, response["ts"], sent=markdown)
+        ts = response.get("ts")
+        if not isinstance(ts, str) or not ts:  # "ok", yet no message to stream into
+            raise StreamRefused("chat.startStream answered without a ts")
+        return cls(web, response.get("channel") or channel, ts, sent=markdown)
 
     async def show(
         self, markdown: str, *, end: str | None = None, blocks: list[dict[str, Any]] | None = None
