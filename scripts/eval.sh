@@ -33,7 +33,29 @@ pids=()
 stop() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
+    delete_topology >/dev/null 2>&1 || true
     rm -rf "$work"
+}
+
+# The run's queues and exchanges, under its own prefix, go with it.
+delete_topology() {
+    "$python" - <<'PY'
+import asyncio
+
+from broker.amqp import Broker
+from config.settings import load_settings
+
+
+async def main() -> None:
+    settings = load_settings()
+    async with Broker(settings) as broker:
+        channel = await broker.connection.channel()
+        await channel.queue_delete(broker.names.cancel_queue(settings.engine_name))
+        await broker.delete_all()
+
+
+asyncio.run(main())
+PY
 }
 trap stop EXIT
 
