@@ -10,11 +10,11 @@ import re
 
 ELLIPSIS = "…"
 SENTENCE_ENDS = ".!?\u3002\uff01\uff1f"  # and the Japanese full stop, ! and ?
-_END = f"[{re.escape(SENTENCE_ENDS)}]"
-_NOT_END = f"[^\\n{re.escape(SENTENCE_ENDS)}]"
-# A sentence runs to its end marks, all of them ("Really?!"), or to the end of its line; so no
-# character but the spaces between sentences is lost ("..." alone is a sentence too).
-SENTENCE_RE = re.compile(f"{_NOT_END}*{_END}+|{_NOT_END}+")
+# A sentence runs to its end marks, all of them ("Really?!"), when a space or the line's end
+# follows them ("a.pop() removes" goes on; "3.14" stays whole), to a Japanese end mark
+# anywhere, or to the end of its line; so no character but the spaces between sentences is lost
+# ("..." alone is a sentence too).
+SENTENCE_RE = re.compile(r"[^\n]+?(?:[.!?]+(?=\s|$)|[\u3002\uff01\uff1f]+|$)", re.M)
 
 
 def shorten(text: str, max_chars: int, ellipsis: str = ELLIPSIS) -> str:

@@ -17,15 +17,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from config.text_helpers import shorten
+from config.text_helpers import SENTENCE_RE, shorten
 from engine.answering.needs import Need, met, question_needs
 from engine.knowledge.models import Passage
 
 TITLE_SHARE = 0.25  # a need the title holds tells the article's sentences apart less
 MAX_QUOTE_CHARS = 280  # two short sentences: more is reading the article, not checking a claim
-# A sentence ends at its end marks followed by a space or the line's end ("a.pop() removes"
-# goes on), at a Japanese full stop anywhere, or at the end of its line.
-SENTENCE_RE = re.compile(r"[^\n]+?(?:[.!?]+(?=\s|$)|[\u3002\uff01\uff1f]+|$)", re.M)
 ASKS_FOR_NUMBER_RE = re.compile(  # not "when": "the first Sunday of the month" is an answer
     r"\bhow (?:much|many|long|late|early|old)\b|\bwhat time\b|いくら|何[時日分円歳回]", re.I
 )

@@ -81,15 +81,16 @@ def best_article(question: str, passages: Sequence[Passage]) -> BestArticle:
     meets enough; else the article of the passage nearest in meaning (the search's order
     breaks a tie)."""
     needs = question_needs(question)
+    articles = _articles(passages)
     by_words = BestArticle(url=None, share=0.0)
-    for url, text in _articles(passages).items() if needs else ():
+    for url, text in articles.items() if needs else ():
         share = share_met(needs, text)
         if share > by_words.share:
             by_words = BestArticle(url, share, _cosine(url, passages))
     if by_words.share >= WORDS_SHARE or not passages:
         return by_words
     nearest = max(passages, key=lambda passage: passage.similarity)
-    share = share_met(needs, _articles(passages)[nearest.url]) if needs else 0.0
+    share = share_met(needs, articles[nearest.url]) if needs else 0.0
     across = language_of(question) != language_of(nearest.text)
     return BestArticle(nearest.url, share, nearest.similarity, across)
 

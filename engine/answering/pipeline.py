@@ -107,7 +107,7 @@ class AnswerPlanner:
             return Plan("no_articles", language, note=words.no_articles, messages=messages,
                         history=fitted)  # fmt: skip
         names = code_names(asked)  # 4: "itertools.batched()" must be on the site
-        unknown = [name for name in names if name not in self.kb.mentions(names)]
+        unknown = sorted(set(names) - self.kb.mentions(names))
         passages = on_site_passages(
             asked, found, unknown_names=unknown, follow_up_of=searched if history else ""
         )

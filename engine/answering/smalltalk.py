@@ -19,6 +19,8 @@ import re
 import unicodedata
 from typing import Literal
 
+from config.text_helpers import SENTENCE_ENDS
+
 SmallTalk = Literal["greeting", "thanks", "goodbye"]
 Filler = Literal["filler"]
 
@@ -100,7 +102,7 @@ def without_small_talk(question: str) -> str:
     return question[start:end].strip()
 
 
-SENTENCE_END_RE = re.compile(r"[.!?\u3002\uff01\uff1f]")  # and the Japanese full stops
+SENTENCE_END_RE = re.compile(f"[{re.escape(SENTENCE_ENDS)}]")
 Unit = tuple[int, SmallTalk | Filler | None]  # where a phrase or a word starts, and its kind
 
 

@@ -81,7 +81,8 @@ class KnowledgeBase:
             question = self.embedder.embed([query])[0]
             dense = [n for n in matrix.nearest(question, CANDIDATES) if n[1] >= MEANING_FLOOR]
             fused = _fused([rowid for rowid, _ in lexical], [rowid for rowid, _ in dense])[:limit]
-            rows = dict(lexical) | _rows(conn, [r for r in fused if r not in dict(lexical)])
+            rows = dict(lexical)
+            rows |= _rows(conn, [rowid for rowid in fused if rowid not in rows])
             cosine = matrix.similarity(question, fused)
         return [replace(rows[r], similarity=cosine.get(r, 0.0)) for r in fused if r in rows]
 
