@@ -50,9 +50,12 @@ async def up_command(settings: Settings, chat_log: Path) -> int:
     with no platform configured, the terminal chat (the log then goes to ``chat_log``). The web
     console, when ``CONCIERGE_WEB_PORT`` is set, is a process of its own beside them."""
     from bots.terminal.chat import chat
+    from cli.sample_site import sample_site_note, with_sample_site
     from engine.main import run_engine
 
     adapters = _configured_adapters(settings)
+    sample = None if adapters else with_sample_site(settings)
+    settings = sample or settings
     if settings.web_port is not None:  # a refused console address stops the start at once
         from cli.console import check_bind
 
@@ -79,7 +82,8 @@ async def up_command(settings: Settings, chat_log: Path) -> int:
             ]
             await asyncio.gather(engine, *runs)
             return 0
-        code = await chat(settings, log_file=chat_log)
+        note = sample_site_note(settings) if sample is not None else None
+        code = await chat(settings, log_file=chat_log, note=note)
         stop.set()
         await engine
         return code
@@ -201,10 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
     kb_commands = kb.add_subparsers(
         title="commands", dest="kb_command", metavar="KB_COMMAND", help="what to show"
     )
-    kb_commands.add_parser("stats", help="articles, passages, last rescrape, size")
+    stats = kb_commands.add_parser("stats", help="articles, passages, last rescrape, size")
     search = kb_commands.add_parser("search", help="the passages a question would retrieve")
     search.add_argument("words", help="the question or words to look up")
     search.add_argument("--limit", type=int, default=5, help="at most this many passages")
+    for kb_command in (stats, search):
+        kb_command.add_argument("--json", action="store_true", help="print one JSON document")
     from cli.benchmarks.command import add_bench_parser
 
     add_bench_parser(commands)
@@ -261,8 +267,8 @@ async def _kb(args: argparse.Namespace, settings: Settings) -> int:
     from cli.kb import kb_search, kb_stats
 
     if args.kb_command == "stats":
-        return kb_stats(settings)
-    return kb_search(settings, args.words, args.limit)
+        return kb_stats(settings, as_json=args.json)
+    return kb_search(settings, args.words, args.limit, as_json=args.json)
 
 
 def _version() -> str:

@@ -253,10 +253,13 @@ async def knowledge_line(settings: Settings, health: Health | None) -> str:
 def kb_text(reported: Health) -> str:
     """``4 articles, 20 passages, last rescrape 2026-11-30T13:02:35Z`` from ``/healthz``."""
     articles, passages = reported.get("articles", 0), reported.get("passages", 0)
-    return (
+    text = (
         f"{plural(articles, 'article')}, {plural(passages, 'passage')}, "
         f"last rescrape {reported.get('last_rescrape') or 'never'}"
     )
+    if "next_rescrape" not in reported:  # no CONCIERGE_RESCRAPE_EVERY
+        return text
+    return f"{text}, next scheduled rescrape {reported['next_rescrape'] or 'now (queued)'}"
 
 
 def plural(count: int, noun: str) -> str:

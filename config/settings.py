@@ -14,10 +14,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, ValidationError, field_validator
+from pydantic import Field, SecretStr, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
 from config.errors import EXIT_CONFIG, ConciergeError
@@ -33,7 +34,11 @@ LANGUAGES = ("en", "ja")  # the languages a question is told apart in (engine/an
 # runs: a request may wait out its TTL, then run to its time limit; the margin covers the
 # terminal event's way back through a busy broker.
 REPLY_TIMEOUT_MARGIN_S = 60.0
+DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*([smhd]?)")  # 30m, 24h, 7d, 3600 (seconds)
+DURATION_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
+# The settings that name a web site; CONCIERGE_SITE_DIR reads a folder instead.
+WEB_SITE_FIELDS = ("site_start_url", "site_sitemap_url", "site_feed_url", "site_urls")
 # A list read as written: "a,b", "a" or '["a", "b"]' (NoDecode: pydantic-settings would insist
 # on JSON and fail with a traceback); ``_split_list`` below turns the text into the list.
 TextList = Annotated[list[str], NoDecode]
@@ -72,7 +77,12 @@ class Settings(BaseSettings):
     )
 
     # --- broker ---
+    # One address, or several (the nodes of a cluster, comma-separated or a JSON list): a
+    # connection takes the first that answers and moves to the next when its node goes.
     broker_url: SecretStr = SecretStr("amqp://guest:guest@127.0.0.1:5672/")
+    # quorum: the queues that must outlive a node are replicated (a cluster); classic: one
+    # node's (docs/reliability.md, "Quorum queues", has the measurements and the move).
+    queue_type: Literal["classic", "quorum"] = "classic"
     prefix: str = Field("concierge", pattern=r"^[A-Za-z0-9_.-]{1,100}$")
     request_ttl_s: float = Field(300.0, gt=0)
 
@@ -118,10 +128,20 @@ class Settings(BaseSettings):
     site_sitemap_url: str | None = None
     site_feed_url: str | None = None
     site_urls: TextList = []
+    # Start pages (one or a list): their links are followed within the allowed origins.
+    site_start_url: TextList = []
     site_allowed_hosts: TextList = []
     site_max_pages: int = Field(500, ge=1)  # a team site's articles, in a few minutes
+    site_max_depth: int = Field(5, ge=0)  # links from a start page; wget's default depth
+    # A folder of Markdown, HTML and text files instead of a web site (a docs checkout), and
+    # the address it is published at, for the source links (unset: file:// paths).
+    site_dir: Path | None = None
+    site_dir_url: str | None = None
     scrape_delay_s: float = Field(0.5, ge=0)
     scrape_timeout_s: float = Field(20.0, gt=0)
+    # The engine queues a rescrape itself this long after the last one ended (engine/schedule.py);
+    # unset (or 0): only when someone asks. Written 30m, 24h, 7d, or seconds (3600).
+    rescrape_every: timedelta | None = None
     # Votes on answers (👍/👎) and each answer's outcome and sources, kept apart from the
     # knowledge base, which a rescrape replaces.
     feedback_path: Path = Path("concierge-feedback.sqlite3")
@@ -162,8 +182,13 @@ class Settings(BaseSettings):
     @field_validator("broker_url")
     @classmethod
     def _broker_scheme(cls, url: SecretStr) -> SecretStr:
-        if not url.get_secret_value().startswith(("amqp://", "amqps://")):
-            raise ValueError("must start with amqp:// or amqps://")
+        urls = parse_list(url.get_secret_value())
+        if not urls:
+            raise ValueError("no address given")
+        for number, each in enumerate(urls, start=1):
+            if not isinstance(each, str) or not each.startswith(("amqp://", "amqps://")):
+                where = f" (address {number} of {len(urls)})" if len(urls) > 1 else ""
+                raise ValueError(f"must start with amqp:// or amqps://{where}")
         return url
 
     @field_validator("openai_base_url")
@@ -173,8 +198,25 @@ class Settings(BaseSettings):
             raise ValueError("must start with http:// or https:// (and usually end in /v1)")
         return url.rstrip("/")
 
+    @field_validator("site_dir")
+    @classmethod
+    def _folder_or_web_site(cls, folder: Path | None, info: ValidationInfo) -> Path | None:
+        web = [name for name in WEB_SITE_FIELDS if info.data.get(name)]
+        if folder is not None and web:
+            named = ", ".join(f"CONCIERGE_{name.upper()}" for name in web)
+            raise ValueError(f"a folder instead of a web site, but {named} is set too: unset one")
+        return folder
+
+    @field_validator("site_dir_url")
+    @classmethod
+    def _published_url(cls, url: str | None) -> str | None:
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https:// (the folder as published)")
+        return url
+
     @field_validator(
         "site_urls",
+        "site_start_url",
         "site_allowed_hosts",
         "admin_user_ids",
         "admin_role_ids",
@@ -202,12 +244,22 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown language {', '.join(unknown)}: use {', '.join(LANGUAGES)}")
         return languages
 
+    @field_validator("rescrape_every", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        return parse_duration(str(value)) if isinstance(value, str | int | float) else value
+
     @field_validator("model_path")
     @classmethod
     def _model_is_gguf(cls, path: Path | None) -> Path | None:
         if path is not None:
             check_gguf(path)
         return path
+
+    @property
+    def broker_urls(self) -> list[str]:
+        """The broker's addresses in the order they are tried: one, or a cluster's nodes."""
+        return parse_list(self.broker_url.get_secret_value())
 
     @property
     def reply_timeout_s(self) -> float:
@@ -242,6 +294,15 @@ def parse_list(text: str) -> list[str]:
     if not isinstance(items, list):
         raise ValueError("not a JSON list; or write it as a,b,c")
     return [str(item) if type(item) is int else item for item in items]
+
+
+def parse_duration(text: str) -> timedelta | None:
+    """``30m``, ``24h``, ``7d``, ``90s`` or plain seconds (``3600``); ``0`` is None (off)."""
+    found = DURATION.fullmatch(text.strip().lower())
+    if found is None:
+        raise ValueError(f"not a duration ({text!r}): write 30m, 24h, 7d, or seconds (3600)")
+    seconds = float(found[1]) * DURATION_UNITS_S[found[2] or "s"]
+    return timedelta(seconds=seconds) if seconds > 0 else None
 
 
 def check_gguf(path: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,6 +18,7 @@ from engine.knowledge.store import KnowledgeBase
 log = logging.getLogger(__name__)
 
 FileIdentity = tuple[int, int, int]  # (inode, mtime in ns, size)
+NextRescrape = Callable[[], datetime | None]  # the schedule's next; None while one is open
 
 
 @dataclass(frozen=True)
@@ -38,11 +40,13 @@ class KnowledgeReport:
     """The engine's knowledge base as ``/healthz`` reports it.
 
     Counting the passages reads the whole full-text table, so the counts are kept until the
-    file changes: a rescrape replaces it whole (``os.replace``), which changes its inode.
+    file changes: a rescrape replaces it whole (``os.replace``), which changes its inode. With
+    a schedule (``CONCIERGE_RESCRAPE_EVERY``), when the next rescrape is due.
     """
 
-    def __init__(self, kb_path: Path) -> None:
+    def __init__(self, kb_path: Path, next_rescrape: NextRescrape | None = None) -> None:
         self.path = kb_path.resolve()  # the engine's, whatever directory status runs from
+        self.next_rescrape = next_rescrape
         self._counted: tuple[FileIdentity | None, dict[str, Any]] | None = None
 
     def read(self) -> dict[str, Any]:
@@ -50,7 +54,9 @@ class KnowledgeReport:
         identity = _identity(self.path)
         if self._counted is None or self._counted[0] != identity:
             self._counted = (identity, self._count())
-        return self._counted[1]
+        if self.next_rescrape is None:
+            return self._counted[1]
+        return self._counted[1] | {"next_rescrape": iso_utc(self.next_rescrape())}
 
     def _count(self) -> dict[str, Any]:
         report: dict[str, Any] = {"path": str(self.path)}

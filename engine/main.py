@@ -1,9 +1,10 @@
 """Starting and stopping the engine: take the metrics port, clean up, load the model, connect,
-purge once, serve until stopped."""
+purge once, serve (and queue the scheduled rescrapes) until stopped."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 
 from broker.amqp import Broker
@@ -12,6 +13,7 @@ from engine.backends.base import Backend
 from engine.backends.configured import open_backend
 from engine.knowledge.scrape.buildfile import remove_stale_builds
 from engine.metrics import EngineMetrics, serve_metrics
+from engine.schedule import RescrapeSchedule
 from engine.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -33,7 +35,9 @@ async def run_engine(
     the topology but never purges.
     """
     metrics = EngineMetrics(settings.engine_name)
-    metrics.watch_knowledge(settings.kb_path)
+    every = settings.rescrape_every
+    schedule = RescrapeSchedule(settings, every) if every is not None else None
+    metrics.watch_knowledge(settings.kb_path, schedule.next_rescrape if schedule else None)
     async with serve_metrics(metrics, settings.metrics_host, settings.metrics_port):
         await asyncio.to_thread(remove_stale_builds, settings.kb_path)  # it logs each file
         if backend is None:
@@ -46,12 +50,23 @@ async def run_engine(
             if settings.purge_on_start:
                 await purge_once(worker)
             await worker.start()
-            log.info("engine %s ready", settings.engine_name)
-            if ready is not None:
-                ready.set_result(worker)
-            await stop.wait()
+            async with scheduling(schedule, worker):
+                log.info("engine %s ready", settings.engine_name)
+                if ready is not None:
+                    ready.set_result(worker)
+                await stop.wait()
             await worker.stop(settings.shutdown_grace_s)
     return worker
+
+
+def scheduling(
+    schedule: RescrapeSchedule | None, worker: Worker
+) -> contextlib.AbstractAsyncContextManager[None]:
+    """The scheduled rescrapes, queued while the block runs; the worker says whether one of
+    any asker's is running (then the schedule's turn is skipped)."""
+    if schedule is None:
+        return contextlib.nullcontext()
+    return schedule.running(worker.broker, lambda: worker.rescrapes.running is not None)
 
 
 async def purge_once(worker: Worker) -> None:

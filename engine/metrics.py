@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from broker.protocol import Cancelled, Done, Expired, Failed, Started
 from config.settings import ConfigError
 from engine.feedback.store import UNKNOWN, VoteTotals
-from engine.health import KnowledgeReport, Running, running_report
+from engine.health import KnowledgeReport, NextRescrape, Running, running_report
 
 if TYPE_CHECKING:
     from broker.amqp import Broker
@@ -197,9 +197,9 @@ class EngineMetrics:
         """Read the answer being generated and the rescrape running at each ``/healthz``."""
         self._answering, self._rescraping = answering, rescraping
 
-    def watch_knowledge(self, kb_path: Path) -> None:
+    def watch_knowledge(self, kb_path: Path, next_rescrape: NextRescrape | None = None) -> None:
         """Report the knowledge base at ``kb_path`` (the engine's own) in ``/healthz``."""
-        self._knowledge = KnowledgeReport(kb_path)
+        self._knowledge = KnowledgeReport(kb_path, next_rescrape)
 
     def watch_backend(self, report: BackendReport) -> None:
         """Ask the backend at each ``/healthz`` what it is and whether its server answers."""

@@ -42,8 +42,8 @@ class Job(Protocol):
         """Acknowledged when it starts, not when it ends (a job that may run for long)."""
         ...
 
-    def refusal(self, locale: Locale) -> str | None:
-        """Why a job of this kind cannot start now (in ``locale``), if it cannot."""
+    def refusal(self, request: Request, locale: Locale) -> str | None:
+        """Why ``request`` cannot start now (in ``locale``), if it cannot."""
         ...
 
     async def run(self, request: Request, replies: Replies) -> bool:
@@ -204,7 +204,7 @@ class Worker:
         limit, length = self.settings.max_question_chars, len(request.question)
         if redelivered:
             await replies.failed(replies.text("engine.interrupted"))
-        elif (reason := job.refusal(replies.locale)) is not None:
+        elif (reason := job.refusal(request, replies.locale)) is not None:
             await replies.failed(reason)
         elif request.session_id in self.cancelled:
             await replies.cancelled()

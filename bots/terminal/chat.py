@@ -89,9 +89,15 @@ async def ask(
                 return (await answer.follow()).code
 
 
-async def chat(settings: Settings, *, log_file: Path | None = None) -> int:
+async def chat(
+    settings: Settings,
+    *,
+    log_file: Path | None = None,
+    note: tuple[str, dict[str, object]] | None = None,
+) -> int:
     """Question after question, as one conversation; ``log_file``: where the engine running in
-    this process logs (``concierge up``), said in the banner."""
+    this process logs (``concierge up``), said in the banner; ``note``: a line of the
+    catalogue (key, fields) said after it (the sample site's offer)."""
     err = _stderr()
     leave = asyncio.Event()
     lines = chat_lines(err, leave, settings.locale)
@@ -101,6 +107,9 @@ async def chat(settings: Settings, *, log_file: Path | None = None) -> int:
             err.print(f"[bold]Concierge[/] · {_help(settings.locale)}")
             if log_file is not None:
                 err.print(t("terminal.log_file", settings.locale, path=escape(str(log_file))))
+            if note is not None:
+                key, fields = note
+                err.print(t(key, settings.locale, **fields), markup=False)
             while (line := await lines.read()) is not None:
                 await conversation.take(line)
     return EXIT_OK

@@ -111,6 +111,15 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
     "engine.rescrape.articles": {"en": "{count} articles", "ja": "記事 {count} 件"},
     "engine.rescrape.site_sitemap": {"en": "the sitemap {url}", "ja": "サイトマップ {url}"},
     "engine.rescrape.site_feed": {"en": "the feed {url}", "ja": "フィード {url}"},
+    "engine.rescrape.site_start": {
+        "en": "{url} and the pages it links to",
+        "ja": "{url} とそこからリンクされたページ",
+    },
+    "engine.rescrape.site_start_more": {
+        "en": "{url}, {more} more and the pages they link to",
+        "ja": "{url} ほか {more} 件とそこからリンクされたページ",
+    },
+    "engine.rescrape.site_folder": {"en": "the folder {url}", "ja": "フォルダー {url}"},
     "engine.rescrape.site_urls": {
         "en": "{url} and {more} more",
         "ja": "{url} ほか {more} 件",
@@ -144,22 +153,41 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "en": "a rescrape is already running",
         "ja": "再読み込みはすでに実行中です",
     },
+    "engine.rescrape.not_due": {  # a scheduled one, when another rebuilt it meanwhile
+        "en": "not needed: the knowledge base was rebuilt after this scheduled rescrape was queued",
+        "ja": "不要になりました：予定の再読み込みの受付後に、ナレッジベースが作り直されました",
+    },
     # --- why a rescrape read nothing (after "rescrape failed: ") ---
     "engine.rescrape.no_site": {
         "en": (
-            "no site configured on the engine: set CONCIERGE_SITE_SITEMAP_URL, "
-            "CONCIERGE_SITE_FEED_URL or CONCIERGE_SITE_URLS where the engine runs "
-            "(the engine's settings count, not the asker's)"
+            "no site configured on the engine: set CONCIERGE_SITE_START_URL, "
+            "CONCIERGE_SITE_SITEMAP_URL, CONCIERGE_SITE_FEED_URL, CONCIERGE_SITE_URLS or "
+            "CONCIERGE_SITE_DIR (a folder) where the engine runs (the engine's settings count, "
+            "not the asker's)"
         ),
         "ja": (
             "回答エンジンにサイトが設定されていません。エンジンを動かす環境で "
-            "CONCIERGE_SITE_SITEMAP_URL、CONCIERGE_SITE_FEED_URL または CONCIERGE_SITE_URLS "
-            "を設定してください（質問する側ではなく、エンジン側の設定が使われます）"
+            "CONCIERGE_SITE_START_URL、CONCIERGE_SITE_SITEMAP_URL、CONCIERGE_SITE_FEED_URL、"
+            "CONCIERGE_SITE_URLS または CONCIERGE_SITE_DIR（フォルダー）を設定してください"
+            "（質問する側ではなく、エンジン側の設定が使われます）"
         ),
     },
     "engine.rescrape.none_listed": {
         "en": "the sitemap, feed and URL list name no articles",
         "ja": "サイトマップ、フィード、URL の一覧のどれにも記事がありません",
+    },
+    "engine.rescrape.no_folder": {
+        "en": "CONCIERGE_SITE_DIR: {path} is not a folder the engine can read",
+        "ja": "CONCIERGE_SITE_DIR：{path} はエンジンから読めるフォルダーではありません",
+    },
+    "engine.rescrape.empty_folder": {
+        "en": (
+            "CONCIERGE_SITE_DIR: {path} holds no Markdown, HTML or text file (.md, .html, .txt)"
+        ),
+        "ja": (
+            "CONCIERGE_SITE_DIR：{path} に Markdown・HTML・テキストのファイル"
+            "（.md、.html、.txt）がありません"
+        ),
     },
     "engine.rescrape.nothing_read": {
         "en": "no article could be read ({failed} failed, {skipped} skipped)",

@@ -30,6 +30,34 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "ja": "[dim]回答エンジンのログは {path} に書き込まれます[/]",
     },
     "terminal.prompt": {"en": "you> ", "ja": "あなた> "},
+    # The first minute (cli/sample_site.py): no site configured yet.
+    "terminal.sample_offer": {
+        "en": (
+            "No site is configured yet: type /rescrape to read the sample site ({name}, "
+            '{pages} pages), then ask "{question}". For your own site, set '
+            "CONCIERGE_SITE_SITEMAP_URL, CONCIERGE_SITE_START_URL or CONCIERGE_SITE_DIR "
+            "(see .env.example)."
+        ),
+        "ja": (
+            "サイトがまだ設定されていません。/rescrape と入力するとサンプルサイト（{name}、"
+            "{pages} ページ）を読み込みます。そのあと「{question}」などと聞いてみてください。"
+            "ご自分のサイトには CONCIERGE_SITE_SITEMAP_URL、CONCIERGE_SITE_START_URL または "
+            "CONCIERGE_SITE_DIR を設定してください（.env.example を参照）。"
+        ),
+    },
+    "terminal.sample_ready": {
+        "en": (
+            'Answering from the sample site ({name}, {pages} pages): try "{question}". '
+            "For your own site, set CONCIERGE_SITE_SITEMAP_URL, CONCIERGE_SITE_START_URL or "
+            "CONCIERGE_SITE_DIR (see .env.example)."
+        ),
+        "ja": (
+            "サンプルサイト（{name}、{pages} ページ）から回答します。「{question}」などと"
+            "聞いてみてください。ご自分のサイトには CONCIERGE_SITE_SITEMAP_URL、"
+            "CONCIERGE_SITE_START_URL または CONCIERGE_SITE_DIR を設定してください"
+            "（.env.example を参照）。"
+        ),
+    },
     "terminal.no_question": {
         "en": "[yellow]type a question first[/] · {keys}",
         "ja": "[yellow]先に質問を入力してください[/] · {keys}",

@@ -46,7 +46,7 @@ class AnswerJob:
         self.limits = generation_limits(settings)
         self._current: Generation | None = None
 
-    def refusal(self, locale: Locale) -> str | None:
+    def refusal(self, request: Request, locale: Locale) -> str | None:
         return None  # the model takes any question the worker lets through
 
     def abandon(self) -> None:

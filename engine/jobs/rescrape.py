@@ -19,6 +19,7 @@ from engine.knowledge.models import PageFailure, ScrapeProgress, ScrapeResult, f
 from engine.knowledge.scrape.errors import RescrapeFailed, RescrapeStopped
 from engine.knowledge.scrape.rescrape import rescrape
 from engine.replies import STOPPED_BY_USER, EventHeader, Replies
+from engine.schedule import is_scheduled, rebuilt_since
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +40,13 @@ class RescrapeJob:
         self._interrupted = False
         self.running: Running | None = None  # the rescrape in progress, for /healthz
 
-    def refusal(self, locale: Locale) -> str | None:
+    def refusal(self, request: Request, locale: Locale) -> str | None:
+        """One at a time; and a scheduled one not when someone's rebuilt the knowledge base
+        while it waited (never two in a row, engine/schedule.py)."""
         if self._task is not None and not self._task.done():
             return t("engine.rescrape.running", locale)
+        if is_scheduled(request) and rebuilt_since(self.settings.kb_path, request.sent_at):
+            return t("engine.rescrape.not_due", locale)
         return None
 
     async def run(self, request: Request, replies: Replies) -> bool:

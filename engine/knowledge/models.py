@@ -61,6 +61,9 @@ class Article:
     last_modified: str | None = None
     sections: tuple[Section, ...] = ()  # the text split at its headings; () for one section
     canonical: str | None = None  # the page's rel=canonical address, when it names one
+    # The pages it links to that a crawl follows (links.py): stored, so that the links of a
+    # page the site says is unchanged (HTTP 304) are known without downloading it again.
+    links: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,7 +100,7 @@ class SiteName:
     """What the engine reads, as named to the asker: its sitemap, its feed, or its first URL
     and how many more."""
 
-    kind: Literal["sitemap", "feed", "urls"]
+    kind: Literal["sitemap", "feed", "urls", "folder", "start"]
     url: str
     more: int = 0
 
@@ -106,6 +109,8 @@ class SiteName:
             if not self.more:
                 return self.url
             return t("engine.rescrape.site_urls", locale, url=self.url, more=self.more)
+        if self.kind == "start" and self.more:
+            return t("engine.rescrape.site_start_more", locale, url=self.url, more=self.more)
         return t(f"engine.rescrape.site_{self.kind}", locale, url=self.url)
 
 

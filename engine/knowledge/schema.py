@@ -12,6 +12,8 @@ import sqlite3
 from pathlib import Path
 
 SCHEMA_VERSION = 2  # 2: sections (heading, anchor) and vectors
+# ``links`` (each article's links, for a crawl: engine/knowledge/scrape/crawl.py) came later
+# without a new version: a file without it is read as one whose links are unknown.
 
 SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -26,6 +28,7 @@ CREATE VIRTUAL TABLE passages USING fts5(
     title, heading, body, url UNINDEXED, anchor UNINDEXED, seq UNINDEXED, tokenize = 'trigram'
 );
 CREATE TABLE vectors (passage INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TABLE links (url TEXT NOT NULL, target TEXT NOT NULL);
 """
 
 # bm25 column weights: a word in the page's title or the section's headings counts double

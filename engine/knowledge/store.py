@@ -53,6 +53,7 @@ SELECT {COLUMNS}, 0.0 FROM (
 """
 HIT_SQL = "(instr(lower(title || ' ' || heading || ' ' || body), ?) > 0)"
 MENTION_SQL = f"SELECT 1 FROM passages WHERE {HIT_SQL} LIMIT 1"
+RESCRAPED_AT_SQL = "SELECT value FROM meta WHERE key = 'rescraped_at'"
 
 
 class KnowledgeBase:
@@ -104,13 +105,24 @@ class KnowledgeBase:
                 return KbStats(0, 0, None, self.path.stat().st_size)
             articles = conn.execute("SELECT count(*) FROM articles").fetchone()[0]
             passages = conn.execute("SELECT count(*) FROM passages").fetchone()[0]
-            row = conn.execute("SELECT value FROM meta WHERE key = 'rescraped_at'").fetchone()
+            row = conn.execute(RESCRAPED_AT_SQL).fetchone()
         return KbStats(
             articles=articles,
             passages=passages,
             last_rescrape_at=datetime.fromisoformat(row[0]) if row else None,
             db_bytes=self.path.stat().st_size,
         )
+
+    def rescraped_at(self) -> datetime | None:
+        """When the last successful rescrape saved it (None before the first): without the
+        counts, which read every passage."""
+        if not self.path.exists():
+            return None
+        with closing(open_readonly(self.path)) as conn:
+            if not has_current_schema(conn):
+                return None
+            row = conn.execute(RESCRAPED_AT_SQL).fetchone()
+        return datetime.fromisoformat(row[0]) if row else None
 
     def titles(self, urls: list[str]) -> dict[str, str]:
         """The titles of the articles at ``urls`` that the knowledge base holds."""

@@ -69,6 +69,8 @@ function renderKnowledge(state) {
   const detail = kb.missing
     ? t("no_kb")
     : `${kb.passages ?? "–"} ${t("passages")} · ${t("last_rescrape")} ${kb.last_rescrape ?? t("never")}` +
+      // with CONCIERGE_RESCRAPE_EVERY; null while the scheduled one waits or runs
+      ("next_rescrape" in kb ? ` · ${t("next_rescrape")} ${kb.next_rescrape ?? t("now")}` : "") +
       (kb.source === "local" ? ` · ${t("local_file")}` : "");
   document.getElementById("kb-detail").textContent = detail;
   const scraping = state.queue.running.find((row) => row.kind === "rescrape");

@@ -1,6 +1,7 @@
 """Writing a complete new knowledge base file, next to the one in use.
 
-Unchanged articles are copied from the old file with their passages, vectors and validators,
+Unchanged articles are copied from the old file with their passages, vectors, validators and
+links,
 so a rescrape that downloads nothing new still produces a whole knowledge base. New articles
 are stored without the text the site repeats (dedupe.py), a section at a time: each section
 is cut into passages that carry its heading path and anchor.
@@ -39,6 +40,24 @@ def load_validators(path: Path) -> dict[str, Validators]:
         return {}
 
 
+def load_links(path: Path) -> dict[str, tuple[str, ...]]:
+    """The links stored with every article, for a crawl. Empty before the first rescrape and
+    for a file from before links were stored: its pages' links are unknown, not none."""
+    if not path.exists():
+        return {}
+    try:
+        with closing(open_readonly(path)) as conn:
+            if not has_current_schema(conn) or not _has_table(conn, "main", "links"):
+                return {}
+            articles = conn.execute("SELECT url FROM articles")
+            links: dict[str, list[str]] = {url: [] for (url,) in articles}
+            for url, target in conn.execute("SELECT url, target FROM links ORDER BY rowid"):
+                links.setdefault(url, []).append(target)
+            return {url: tuple(targets) for url, targets in links.items()}
+    except sqlite3.DatabaseError:
+        return {}
+
+
 def build_kb(
     target: Path,
     previous: Path,
@@ -53,7 +72,7 @@ def build_kb(
         if kept:
             _copy_kept(conn, previous, kept)
         with conn:
-            _insert_articles(conn, without_repeats(articles), now)
+            _insert_articles(conn, without_repeats(articles, kept), now)
             _embed_new_passages(conn, embedder or shared_embedder())
             conn.execute("INSERT INTO meta VALUES ('rescraped_at', ?)", (now.isoformat(),))
         counts = (
@@ -79,6 +98,11 @@ def _copy_kept(conn: sqlite3.Connection, previous: Path, urls: Iterable[str]) ->
             "INSERT INTO vectors SELECT v.* FROM old.vectors AS v JOIN old.passages AS p "
             "ON p.rowid = v.passage WHERE p.url IN temp.kept"
         )
+        if _has_table(conn, "old", "links"):
+            conn.execute(
+                "INSERT INTO links SELECT url, target FROM old.links "
+                "WHERE url IN temp.kept ORDER BY rowid"
+            )
     conn.execute("DETACH DATABASE old")
 
 
@@ -95,6 +119,9 @@ def _insert_articles(conn: sqlite3.Connection, articles: list[Article], now: dat
                 (article.title, heading, text, article.url, anchor, seq)
                 for seq, (heading, anchor, text) in enumerate(_passages(article))
             ),
+        )
+        conn.executemany(
+            "INSERT INTO links VALUES (?, ?)", ((article.url, link) for link in article.links)
         )
 
 
@@ -122,6 +149,12 @@ def _embed_new_passages(conn: sqlite3.Connection, embedder: Embedder) -> None:
                 for (rowid, _, _), vector in zip(batch, vectors, strict=True)
             ),
         )
+
+
+def _has_table(conn: sqlite3.Connection, database: str, table: str) -> bool:
+    """Whether ``database`` (main, or an attached one) has ``table``."""
+    query = f"SELECT 1 FROM {database}.sqlite_master WHERE type = 'table' AND name = ?"
+    return conn.execute(query, (table,)).fetchone() is not None
 
 
 def _fsync(path: Path) -> None:

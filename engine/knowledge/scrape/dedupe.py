@@ -17,15 +17,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from engine.knowledge.models import Article, Section
+from engine.knowledge.scrape.addresses import page_key
 
 SHARED_MIN_PAGES = 3  # a line in this many pages is a shared block, not a page's own text
 SHARED_MIN_CHARS = 40  # shorter lines ("Example", "import json") are not blocks
 SPACES_RE = re.compile(r"\s+")
 
 
-def without_repeats(articles: Sequence[Article]) -> list[Article]:
-    """``articles`` without copies of one another, each shared line kept in its first page."""
-    unique = _distinct_pages(articles)
+def without_repeats(articles: Sequence[Article], unchanged: Iterable[str] = ()) -> list[Article]:
+    """``articles`` without copies of one another, each shared line kept in its first page;
+    ``unchanged`` are the stored pages carried over, which a canonical may name too."""
+    unique = _distinct_pages(articles, unchanged)
     shared = _shared_lines(unique)
     seen: set[str] = set()
     kept: list[Article] = []
@@ -35,14 +37,15 @@ def without_repeats(articles: Sequence[Article]) -> list[Article]:
     return kept
 
 
-def _distinct_pages(articles: Sequence[Article]) -> list[Article]:
-    """The first of pages with the same text, and no page whose canonical is another page."""
-    urls = {article.url for article in articles}
+def _distinct_pages(articles: Sequence[Article], unchanged: Iterable[str]) -> list[Article]:
+    """The first of pages with the same text, and no page whose canonical is another page
+    (however the canonical spells its address: addresses.py)."""
+    stored = {page_key(url) for url in [*unchanged, *(article.url for article in articles)]}
     seen: set[str] = set()
     distinct: list[Article] = []
     for article in articles:
-        canonical = article.canonical
-        if canonical and canonical != article.url and canonical in urls:
+        canonical = page_key(article.canonical) if article.canonical else None
+        if canonical and canonical != page_key(article.url) and canonical in stored:
             continue
         digest = hashlib.sha256(_normal(article.text).encode()).hexdigest()
         if digest not in seen:

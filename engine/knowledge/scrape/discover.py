@@ -12,6 +12,7 @@ from urllib.parse import urljoin
 from xml.etree import ElementTree
 
 from engine.knowledge.models import PageFailure
+from engine.knowledge.scrape.addresses import page_address, page_key
 from engine.knowledge.scrape.body import MIB, Collect
 from engine.knowledge.scrape.errors import FetchError, NotAllowedHost, PageSkipped, RescrapeFailed
 from engine.knowledge.scrape.fetch import SiteFetcher
@@ -32,22 +33,35 @@ class Discovery:
 
 
 class UrlList:
-    """Article URLs in order, each once (without #fragment), at most ``max_pages``."""
+    """Article URLs in order, each page once (addresses.py: without its #fragment, and its
+    spellings read as one), at most ``max_pages``."""
 
     def __init__(self, max_pages: int) -> None:
         self.max_pages = max_pages
-        self.urls: dict[str, None] = {}
+        self.urls: list[str] = []
         self.capped = False  # a new URL came after the list was full
+        self._keys: set[str] = set()
 
     def add(self, url: str) -> bool:
         """False once the list is full: the caller stops looking."""
-        url = url.split("#", 1)[0]
-        if url not in self.urls:
-            if len(self.urls) >= self.max_pages:
-                self.capped = True
-                return False
-            self.urls[url] = None
-        return True
+        self.admit(url)
+        return not self.capped
+
+    def admit(self, url: str) -> str | None:
+        """The page's address when it is new to the list and there is room, else None."""
+        key = page_key(url)
+        if key in self._keys:
+            return None
+        if len(self.urls) >= self.max_pages:
+            self.capped = True
+            return None
+        self._keys.add(key)
+        self.urls.append(page_address(url))
+        return self.urls[-1]
+
+    def note(self, url: str) -> None:
+        """A page read under another address: not listed again."""
+        self._keys.add(page_key(url))
 
     def extend(self, urls: Iterable[str]) -> None:
         for url in urls:

@@ -23,13 +23,14 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 
 @dataclass(frozen=True, slots=True)
 class Response:
-    """A 200 (with a body) or a 304 (without)."""
+    """A 200 (with a body) or a 304 (without); ``robots_tag`` is the X-Robots-Tag header."""
 
     url: str
     status: int
     body: bytes
     etag: str | None = None
     last_modified: str | None = None
+    robots_tag: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,7 @@ class _Hop:
     location: str | None = None
     etag: str | None = None
     last_modified: str | None = None
+    robots_tag: str | None = None
 
 
 class SiteFetcher:
@@ -57,7 +59,8 @@ class SiteFetcher:
         """A page: a 200 with its HTML (at most MAX_PAGE_BYTES) or a 304."""
         body = Collect(MAX_PAGE_BYTES, html_only=True)
         hop = await self._follow(url, headers or {}, body)
-        return Response(hop.url, hop.status, bytes(body.data), hop.etag, hop.last_modified)
+        data = bytes(body.data)
+        return Response(hop.url, hop.status, data, hop.etag, hop.last_modified, hop.robots_tag)
 
     async def read(self, url: str, reader: BodyReader) -> None:
         """A sitemap or feed, streamed into ``reader``; anything but a 200 raises."""
@@ -97,7 +100,8 @@ class SiteFetcher:
                 if resp.status == 200:
                     await read_body(resp, reader)
                 etag, modified = resp.headers.get("ETag"), resp.headers.get("Last-Modified")
-                return _Hop(url, resp.status, None, etag, modified)
+                robots_tag = ", ".join(resp.headers.getall("X-Robots-Tag", [])) or None
+                return _Hop(url, resp.status, None, etag, modified, robots_tag)
         except TimeoutError:  # before ClientError: aiohttp's timeouts are both
             raise FetchError(self._timed_out()) from None
         except aiohttp.ClientError as error:

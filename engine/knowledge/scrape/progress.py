@@ -38,6 +38,10 @@ class ProgressReporter:
         self.current = replace(self.current, phase=phase, found=found, articles=articles)
         self._report()
 
+    def found(self, found: int) -> None:
+        """More pages to read (a crawl finds them as it goes): shown with the next report."""
+        self.current = replace(self.current, found=found)
+
     def count(self, outcome: Outcome) -> None:
         self.current = replace(self.current, **{outcome: getattr(self.current, outcome) + 1})
         if self._clock() - self._reported_at >= self._interval_s:

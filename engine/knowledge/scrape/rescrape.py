@@ -20,12 +20,14 @@ import aiohttp
 
 from config.settings import Settings
 from engine.knowledge.models import PageFailure, ScrapeProgress, ScrapeResult, SiteName
-from engine.knowledge.scrape.builder import build_kb, load_validators
+from engine.knowledge.scrape.builder import build_kb, load_links, load_validators
 from engine.knowledge.scrape.buildfile import build_file, remove_stale_builds
-from engine.knowledge.scrape.crawl import Crawl, CrawlOutcome
+from engine.knowledge.scrape.crawl import Crawl, CrawlOutcome, StoredPages
 from engine.knowledge.scrape.discover import Discovery, discover_urls
 from engine.knowledge.scrape.errors import RescrapeFailed
 from engine.knowledge.scrape.fetch import SiteFetcher
+from engine.knowledge.scrape.folder import list_documents, read_folder
+from engine.knowledge.scrape.frontier import Frontier
 from engine.knowledge.scrape.gates import HostGates
 from engine.knowledge.scrape.hosts import allowed_hosts
 from engine.knowledge.scrape.progress import ProgressReporter
@@ -55,7 +57,7 @@ async def rescrape(
     progress.current = replace(progress.current, site=describe_site(settings))
     progress.phase("discovering")
     try:
-        discovery, crawled = await _crawl_site(settings, progress, stop)
+        discovery, crawled = await _read_site(settings, progress, stop)
     finally:
         progress.flush()  # the last counts reach the asker, however the crawl ended
     failures = _in_order([*discovery.skipped, *crawled.failures])
@@ -73,10 +75,28 @@ async def rescrape(
         skipped=counts.skipped,
         elapsed_s=time.monotonic() - started,
         failures=failures,
-        max_pages_reached=settings.site_max_pages if discovery.capped else None,
+        max_pages_reached=settings.site_max_pages if crawled.capped or discovery.capped else None,
     )
     log.info("%s", result.text.split("\n", 1)[0])
     return result
+
+
+async def _read_site(
+    settings: Settings, progress: ProgressReporter, stop: StopCheck
+) -> tuple[Discovery, CrawlOutcome]:
+    """The folder of documents when one is configured, else the web site."""
+    if settings.site_dir is None:
+        return await _crawl_site(settings, progress, stop)
+    listing = await asyncio.to_thread(
+        list_documents, settings.site_dir, settings.site_dir_url, settings.site_max_pages
+    )
+    if not listing.files:
+        raise RescrapeFailed("engine.rescrape.empty_folder", path=str(settings.site_dir))
+    previous = await asyncio.to_thread(load_validators, settings.kb_path)
+    progress.phase("fetching", found=len(listing.files))
+    read = await read_folder(listing, previous, progress, stop)
+    urls = [file.url for file in listing.files]
+    return Discovery(urls=urls, capped=listing.capped), read
 
 
 async def _crawl_site(
@@ -84,7 +104,7 @@ async def _crawl_site(
 ) -> tuple[Discovery, CrawlOutcome]:
     sources = _sources(settings)
     policy = allowed_hosts(settings.site_allowed_hosts, sources)
-    previous = await asyncio.to_thread(load_validators, settings.kb_path)
+    stored = await asyncio.to_thread(_stored_pages, settings.kb_path)
     async with _session(settings) as session:
         gates = HostGates(FETCHES_PER_HOST, settings.scrape_delay_s)
         fetcher = SiteFetcher(session, policy, gates)
@@ -92,7 +112,7 @@ async def _crawl_site(
             fetcher,
             settings.site_sitemap_url,
             settings.site_feed_url,
-            settings.site_urls,
+            [*settings.site_urls, *settings.site_start_url],
             settings.site_max_pages,
         )
         [found] = await run_until_stopped([discovery], stop)
@@ -101,13 +121,27 @@ async def _crawl_site(
         if found.capped:
             log.warning("rescrape: the site lists more than %d pages", settings.site_max_pages)
         progress.phase("fetching", found=len(found.urls))
-        crawled = await Crawl(fetcher, policy, previous, progress, stop).run(found.urls)
+        depth = settings.site_max_depth if settings.site_start_url else None  # None: no links
+        frontier = Frontier(found, settings.site_max_pages, policy, depth)
+        crawled = await Crawl(fetcher, frontier, stored, progress, stop).run()
+        if crawled.capped and not found.capped:
+            log.warning("rescrape: the site links to more than %d pages", settings.site_max_pages)
         return found, crawled
 
 
+def _stored_pages(kb_path: Path) -> StoredPages:
+    return StoredPages(load_validators(kb_path), load_links(kb_path))
+
+
 def describe_site(settings: Settings) -> SiteName | None:
-    """The site as the asker reads it: the sitemap, else the feed, else the first URL (and how
-    many more); None when none is configured (the rescrape then fails saying so)."""
+    """The site as the asker reads it: the start page, else the sitemap, else the feed, else
+    the first URL (and how many more); None when none is configured (the rescrape then fails
+    saying so)."""
+    if settings.site_dir is not None:
+        return SiteName("folder", str(settings.site_dir))
+    if settings.site_start_url:
+        starts = settings.site_start_url
+        return SiteName("start", starts[0], len(starts) - 1)
     if settings.site_sitemap_url:
         return SiteName("sitemap", settings.site_sitemap_url)
     if settings.site_feed_url:
@@ -119,6 +153,7 @@ def describe_site(settings: Settings) -> SiteName | None:
 
 def _sources(settings: Settings) -> list[str]:
     sources = [settings.site_sitemap_url, settings.site_feed_url, *settings.site_urls]
+    sources += settings.site_start_url
     configured = [url for url in sources if url]
     if not configured:
         raise RescrapeFailed("engine.rescrape.no_site")

@@ -22,6 +22,7 @@ from lxml import html as lxml_html
 from lxml.etree import ParserError, _Element
 
 from engine.knowledge.models import Article, Section
+from engine.knowledge.scrape.links import canonical_of
 
 # Where a page's own content lives, most specific first.
 MAIN_XPATHS = (
@@ -91,7 +92,7 @@ def page_sections(html: bytes) -> Page | None:
     title = sections[0].path[0] if sections[0].path else _document_title(root)
     if not sections[0].path:  # text before the first heading: under the page's title
         sections[0] = Section((title,), None, sections[0].text)
-    return Page(title, tuple(sections), _canonical(root))
+    return Page(title, tuple(sections), canonical_of(root))
 
 
 def heading_text(element: _Element) -> str:
@@ -242,13 +243,6 @@ def _document_title(root: _Element) -> str:
     """The page's ``<title>``, without the site's name after a dash or a bar."""
     title = _spaced(root.findtext(".//title") or "").strip()
     return re.split(r"\s+[\u2014\u2013|-]\s+", title)[0] if title else ""  # em/en dash
-
-
-def _canonical(root: _Element) -> str | None:
-    for link in root.iter("link"):
-        if "canonical" in (link.get("rel") or "").lower().split() and link.get("href"):
-            return str(link.get("href")).strip()
-    return None
 
 
 def _spaced(text: str) -> str:
