@@ -123,6 +123,7 @@ async def test_bench_cancel_in_prefill(bench_backend: BenchBackend) -> None:
     assert baseline["prompt_tokens"] >= 150
     assert baseline["full_prefill_s"]["median"] > 0
     for run in doc["runs"]:
+        assert run["missed"] is None  # each prompt new to every cache: read from its start
         if run["mode"] == FIFO:
             assert run["outcome"] == "done"  # a prompt is read to its end before it is reached
         elif run["in_prefill_at_cancel"]:
@@ -206,6 +207,33 @@ async def test_bench_cancel_saves_its_document_where_the_console_reads_it(
     assert (chart["file"], chart["made_at"]) == (str(saved), doc["started_at"])
     assert {row["mode"] for row in chart["rows"]} == {FIFO, CANCEL_QUEUE}
     assert "note" not in chart
+
+
+@pytest.mark.broker  # the bench rig connects on a prefix of its own
+@pytest.mark.model  # and loads the model itself
+async def test_runs_that_missed_their_precondition_give_no_figure_and_say_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Cancel after 50 tokens of a 2-token answer: every cancel comes after the answer ended,
+    so the stop it would report (0 s) measures nothing."""
+    settings = load_settings(kb_path=tmp_path / "kb.sqlite3")
+    parser = argparse.ArgumentParser()
+    add_bench_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(
+        ["bench", "cancel", "--depths", "0", "--repeat", "1", "--max-tokens", "2",
+         "--tokens-before-cancel", "50", "--json"]
+    )  # fmt: skip
+
+    assert await bench_command(args, settings) == 1
+
+    printed, err = capsys.readouterr()
+    doc = json.loads(printed)
+    assert doc["summary"] == []
+    assert doc["invalid_runs"] == {"the answer had ended before the cancel was sent": 2}
+    assert "\nno figures: 2 of 2 runs missed their precondition: the answer had ended" in err
+    assert "invalid: the answer had ended before the cancel was sent" in err
+    assert "stop 0.000" not in err
+    assert not (tmp_path / "bench-cancel.json").exists()  # the console's chart keeps its figures
 
 
 def test_a_failed_save_is_one_line_and_keeps_the_previous_file_whole(

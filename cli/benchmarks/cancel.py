@@ -110,7 +110,8 @@ async def run_cancel(
                 progress,
             )
     doc["runs"] = runs
-    doc["summary"] = summarize_runs(runs, config.depths)
+    doc["invalid_runs"] = invalid_runs(runs)
+    doc["summary"] = [] if doc["invalid_runs"] else summarize_runs(runs, config.depths)
     doc["duration_s"] = time.time() - started
     return doc
 
@@ -128,8 +129,7 @@ async def _question_and_baseline(
     question = long_prompt(count_tokens, config.prompt_tokens)
     prompt_tokens = count_tokens(question)
     progress(f"prefill baseline: {prompt_tokens} prompt tokens, no cancel")
-    measured = question if server is None else uncached(question)
-    baseline = await measure_prefill(rig, measured, config.baseline_runs)
+    baseline = await measure_prefill(rig, question, config.baseline_runs)
     baseline["prompt_tokens"] = prompt_tokens
     doc["prefill_baseline"] = baseline
     return question, baseline
@@ -164,7 +164,7 @@ async def measure_prefill(rig: Rig, question: str, runs: int) -> dict[str, Any]:
     engine_ttft: list[float | None] = []
     client_ttft: list[float | None] = []
     for _ in range(runs):
-        trace = await rig.ask(question, "bench-baseline")
+        trace = await rig.ask(uncached(question), "bench-baseline")
         end = await trace.end()
         if not isinstance(end, Done):
             raise BenchError(f"the prefill baseline ended with {end.type}, not done")
@@ -195,7 +195,7 @@ async def _all_runs(
         for index in range(config.repeat):
             order = MODES if index % 2 == 0 else MODES[::-1]  # neither mode always goes first
             for mode in order:
-                asked = question if server_of(rig) is None else uncached(question)
+                asked = uncached(question) if config.phase == "prefill" else question
                 run = await measure_once(rig, config, mode, depth, asked, cancel_after_s)
                 run["run"] = index
                 runs.append(run)
@@ -204,6 +204,8 @@ async def _all_runs(
 
 
 def _describe(run: dict[str, Any]) -> str:
+    if run["missed"] is not None:
+        return f"depth {run['depth']:>3} {run['mode']:<12} invalid: {run['missed']}"
     seen = run["cancel_seen_s"]
     seen_text = f"{seen:.2f} s" if seen is not None else "never"
     return (
@@ -232,6 +234,7 @@ async def measure_once(
         assert target.started_at is not None and cancel_after_s is not None
         await asyncio.sleep(max(0.0, target.started_at + cancel_after_s - time.monotonic()))
     tokens_before, ended_before = target.tokens, target.terminal is not None
+    waiting = sum(1 for filler in fillers if filler.started is None and filler.terminal is None)
     published_at = time.monotonic()
     cancel = Cancel(session_id=target.session_id, sent_at=time.time(), user_id="bench")
     if mode == FIFO:
@@ -263,7 +266,28 @@ async def measure_once(
         "in_prefill_at_cancel": tokens_before == 0 and not ended_before,
         "engine_stop_latency_s": end.stop_latency_s if isinstance(end, Cancelled) else None,
         "fillers": _count(filler.type for filler in filler_ends),
+        "missed": missed_precondition(config, depth, tokens_before, ended_before, waiting),
     }
+
+
+def missed_precondition(
+    config: CancelConfig, depth: int, tokens_before: int, ended_before: bool, waiting: int
+) -> str | None:
+    """Why a run measures nothing, or None when it is valid: the cancel must find the answer
+    running (in prefill: before its first token) and ``depth`` requests queued behind it. A
+    run that missed it would report a stop of 0 s."""
+    if ended_before:
+        return "the answer had ended before the cancel was sent"
+    if config.phase == "prefill" and tokens_before > 0:
+        return "the prompt was read before the cancel was sent (the answer had begun)"
+    if waiting < depth:
+        return f"only {waiting} of {depth} requests were still queued at the cancel"
+    return None
+
+
+def invalid_runs(runs: list[dict[str, Any]]) -> dict[str, int]:
+    """The reasons runs missed their precondition, each with how many did."""
+    return _count(run["missed"] for run in runs if run["missed"] is not None)
 
 
 async def send_into_the_request_queue(broker: Broker, cancel: Cancel) -> None:
@@ -297,7 +321,11 @@ def summarize_runs(runs: list[dict[str, Any]], depths: tuple[int, ...]) -> list[
     rows: list[dict[str, Any]] = []
     for mode in MODES:
         for depth in depths:
-            chosen = [run for run in runs if run["mode"] == mode and run["depth"] == depth]
+            chosen = [
+                run
+                for run in runs
+                if run["mode"] == mode and run["depth"] == depth and run["missed"] is None
+            ]
             rows.append(
                 {
                     "mode": mode,

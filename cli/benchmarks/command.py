@@ -1,5 +1,5 @@
-"""``concierge bench {cancel,stream,queue,conversation}``: options, running one benchmark,
-showing it.
+"""``concierge bench {cancel,stream,queue,conversation,queue-types}``: options, running one
+benchmark, showing it.
 
 Kept light to import (argparse only at the top): ``cli.main`` builds its parser from here.
 """
@@ -105,6 +105,17 @@ def add_bench_parser(subcommands: Any) -> argparse.ArgumentParser:
     chat.add_argument("--max-tokens", type=_positive, default=64, help="each answer's limit")
     chat.add_argument("--repeat", type=_positive, default=1, help="the whole conversation")
     _common(chat)
+
+    types = kinds.add_parser("queue-types", help="classic against quorum queues: latency, memory")
+    types.add_argument("-n", "--messages", type=_positive, default=10_000, help="per round")
+    types.add_argument("--latency-samples", type=_positive, default=500, help="one at a time")
+    types.add_argument("--repeat", type=_positive, default=3, help="rounds per queue type")
+    types.add_argument(
+        "--ctl",
+        default="rabbitmqctl",
+        help="reaches the broker's node (rabbitmqctl, or 'scripts/cluster.sh ctl 1')",
+    )
+    types.add_argument("--json", action="store_true", help="print one JSON document instead")
     return bench
 
 
@@ -251,6 +262,8 @@ async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
     from cli.benchmarks import report
     from config.settings import ConfigError
 
+    if args.benchmark == "queue-types":  # the broker alone: no model to load
+        return await _queue_types(args, settings)
     if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
         raise ConfigError("--plot: needs matplotlib (pip install 'concierge[plot]')")
     settings = with_options(args, settings)
@@ -262,7 +275,10 @@ async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
         doc = await run_benchmark(args, settings, backend)
     if args.json:
         print(report.to_json(doc))
-    else:
+    if doc.get("invalid_runs"):
+        print(refusal(doc), file=sys.stderr)
+        return 1
+    if not args.json:
         report.print_report(doc, Console())
     if args.benchmark == "cancel":
         from cli.benchmarks.cancel import results_path
@@ -270,6 +286,29 @@ async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
         save_results(doc, results_path(settings, args.phase))
     if args.plot is not None:
         report.plot(doc, args.plot)
+    return 0
+
+
+def refusal(doc: dict[str, Any]) -> str:
+    """Why a benchmark prints no figure: its runs that missed their precondition."""
+    missed = doc["invalid_runs"]
+    reasons = "; ".join(f"{reason} ({count} runs)" for reason, count in missed.items())
+    return (
+        f"no figures: {sum(missed.values())} of {len(doc['runs'])} runs missed their "
+        f"precondition: {reasons}"
+    )
+
+
+async def _queue_types(args: argparse.Namespace, settings: Settings) -> int:
+    from cli.benchmarks.queue_types import QueueTypesConfig, print_report, run_queue_types
+    from config.settings import ConfigError
+
+    if args.latency_samples > args.messages:
+        raise ConfigError("--latency-samples: more than --messages")
+    config = QueueTypesConfig(args.messages, args.latency_samples, args.repeat, args.ctl)
+    with _quiet(verbose=False):
+        doc = await run_queue_types(settings, config, _progress_printer())
+    print_report(doc, as_json=args.json)
     return 0
 
 
