@@ -61,7 +61,9 @@ class ConciergeClient:
         await self.broker.connect()
         keep_s = NAMED_REPLY_QUEUE_KEEP_S if self.named else ONE_OFF_REPLY_QUEUE_KEEP_S
         try:
-            await self.broker.consume_replies(self.bot_id, self._on_reply, keep_s=keep_s)
+            await self.broker.consume_replies(
+                self.bot_id, self._on_reply, keep_s=keep_s, one_off=not self.named
+            )
         except ReplyQueueTaken:
             await self.broker.close()
             raise ConfigError(

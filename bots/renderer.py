@@ -111,10 +111,14 @@ _STATUS_KEYS = {
 }
 
 
-def footer_for(status: Status, detail: str, ahead: int, locale: Locale = "en") -> str:
+def footer_for(
+    status: Status, detail: str, ahead: int, locale: Locale = "en", *, restarted: bool = False
+) -> str:
+    """The status line; ``restarted``: an engine died answering, this is the answer anew."""
     if status is Status.QUEUED:
         return t("status.queued", locale, ahead=ahead) if ahead else t("status.next_up", locale)
-    key = _STATUS_KEYS[status]
+    again = restarted and status is Status.GENERATING
+    key = "status.answering_again" if again else _STATUS_KEYS[status]
     return t(key, locale, detail=detail) if "{detail}" in CATALOGUE[key][locale] else t(key, locale)
 
 
@@ -131,9 +135,16 @@ def status_of(footer: str) -> Status | None:
 # before a refusal's "⚠️").
 _FOOTER_STARTS = sorted(
     dict.fromkeys(
-        (status, footer_for(status, "", 0, locale).split(" ·")[0].rstrip(": \uff1a").strip())
+        (
+            status,
+            footer_for(status, "", 0, locale, restarted=restarted)
+            .split(" ·")[0]
+            .rstrip(": \uff1a")
+            .strip(),
+        )
         for locale in LOCALES
         for status in Status
+        for restarted in (False, True)
     ),
     key=lambda entry: -len(entry[1]),
 )
@@ -177,6 +188,7 @@ class Renderer:
         self.ahead = 0
         self.handles: list[Any] = []
         self.notice = ""  # after the final status: older messages of the conversation left out
+        self.restarted = False  # an engine died answering; the answer began again
         self._history: tuple[int | None, bool] = (None, False)  # turns sent, and were any cut
         self._shown: list[MessageContent | None] = []  # None: unknown (shown before a restart)
         self._text_known = True
@@ -262,7 +274,9 @@ class Renderer:
                     self.status = Status.STOPPED  # it will never start: say so at once
                 elif self.status is Status.GENERATING:
                     self.status = Status.STOPPING
-            case Started():
+            case Started(attempt=attempt):
+                if attempt > 1:  # the text so far is dropped: the new answer comes whole
+                    self.text, self._text_known, self.restarted = "", True, True
                 if self.status is Status.QUEUED:
                     self.status = Status.GENERATING
             case TokenEvent(text=piece):
@@ -296,7 +310,9 @@ class Renderer:
 
     def footer(self) -> str:
         """The status line; a final one adds the notice, if there is one."""
-        footer = footer_for(self.status, self.detail, self.ahead, self.locale)
+        footer = footer_for(
+            self.status, self.detail, self.ahead, self.locale, restarted=self.restarted
+        )
         if self.notice and self.status in FINAL_STATUSES:
             return footer + NOTICE_SEPARATOR + self.notice
         return footer

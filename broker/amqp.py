@@ -1,8 +1,9 @@
 """The connection to RabbitMQ and the ``Broker`` every process uses: publishing and consuming.
 
 Only the broker's AMQP modules talk aio-pika: this one, ``topology`` (what is declared),
-``messages`` (AMQP properties, decoders, the ``Envelope``), ``taps`` (read-only copies, the web
-console observer's) and ``peek`` (counts without declaring); ``errors`` names what they raise.
+``nodes`` (connections to one address of several), ``messages`` (AMQP properties, decoders,
+the ``Envelope``), ``taps`` (read-only copies, the web console observer's) and ``peek`` (counts
+without declaring); ``errors`` names what they raise.
 
 Channels by role:
 - ``confirm``: requests, cancels, votes and dead letters; persistent and publisher-confirmed.
@@ -14,8 +15,9 @@ Channels by role:
 
 Consumers get decoded protocol messages in an ``Envelope``, never an aio-pika message: a
 message that does not decode is dead-lettered (``messages.open_envelope``), on every queue, and
-its consumer never sees it. The connection is robust: after a drop aio-pika reconnects,
-re-declares what was declared (a tap's queue and its keys too) and restarts the consumers.
+its consumer never sees it. The connection is robust: after a drop aio-pika reconnects (to the
+next of the broker's addresses, ``nodes``), re-declares what was declared (a tap's queue and
+its keys too) and restarts the consumers.
 Nothing here purges; the engine purges once, from ``main()``.
 """
 
@@ -37,10 +39,9 @@ from aio_pika.abc import (
 )
 from aio_pika.exceptions import DeliveryError
 from aiormq.exceptions import AMQPConnectionError, ChannelInvalidStateError
-from yarl import URL
 
-from broker import messages, topology
-from broker.errors import QueueFull, ReplyQueueTaken, cannot_reach
+from broker import messages, nodes, topology
+from broker.errors import QueueFull, ReplyQueueTaken
 from broker.messages import Decoder, Envelope, Handler
 from broker.peek import QueueCounts, peek_queue
 from broker.protocol import (
@@ -83,22 +84,31 @@ class Broker:
         self._feedback_consumer: tuple[AbstractQueue, str] | None = None
 
     async def connect(self) -> Broker:
-        url = self.settings.broker_url.get_secret_value()
-        full_url = URL(url).update_query(heartbeat=HEARTBEAT_S, reconnect_interval=1)
+        urls = self.settings.broker_urls
+        query = {"heartbeat": HEARTBEAT_S, "reconnect_interval": 1}
+        self._connection = await nodes.connect_robust_any(urls, CONNECT_TIMEOUT_S, **query)
+        if len(urls) > 1 and self.settings.queue_type == "classic":
+            log.warning(nodes.CLASSIC_ON_A_CLUSTER)
         try:
-            self._connection = await aio_pika.connect_robust(full_url, timeout=CONNECT_TIMEOUT_S)
-        except Exception as error:
-            raise cannot_reach(url, error) from None
+            await self._declare()
+        except BaseException:
+            await self.close()
+            raise
+        return self
+
+    async def _declare(self) -> None:
+        """The channels, and the topology on the one with confirms."""
         self._confirm = await self._channel(publisher_confirms=True)
         self._stream = await self._channel(publisher_confirms=False)
         self._control = await self._channel(publisher_confirms=False)
         await self._control.set_qos(prefetch_count=100)
-        self._declared = await topology.declare_core(self._confirm, self.names)
+        self._declared = await topology.declare_core(
+            self._confirm, self.names, self.settings.queue_type
+        )
         # Reply events and their copies go out on the channel without confirms.
         get_exchange = partial(self._stream.get_exchange, ensure=False)
         self._reply_exchange = await get_exchange(self.names.reply_exchange)
         self._status_exchange = await get_exchange(self.names.status_exchange)
-        return self
 
     async def close(self) -> None:
         if self._connection is not None:
@@ -115,6 +125,10 @@ class Broker:
     def connection(self) -> AbstractRobustConnection:
         assert self._connection is not None, "call connect() first"
         return self._connection
+
+    @property
+    def _type(self) -> topology.QueueType:
+        return self.settings.queue_type
 
     @property
     def _core(self) -> topology.Core:
@@ -268,7 +282,7 @@ class Broker:
         A cancel may be found here too (the FIFO trap): the handler decides what to do."""
         self._requests_channel = channel = await self._channel(publisher_confirms=False)
         await channel.set_qos(prefetch_count=1)
-        queue = await topology.declare_request_queue(channel, self.names)
+        queue = await topology.declare_request_queue(channel, self.names, self._type)
         tag = await queue.consume(self._opening(messages.to_request_or_cancel, handler))
         self._request_consumer = (queue, tag)
 
@@ -281,7 +295,9 @@ class Broker:
         """One durable cancel queue per engine worker, bound to the cancel fanout."""
         assert self._control is not None
         ttl_s = self.settings.request_ttl_s
-        queue = await topology.declare_cancel_queue(self._control, self.names, engine_name, ttl_s)
+        queue = await topology.declare_cancel_queue(
+            self._control, self.names, self._type, engine_name, ttl_s
+        )
         await queue.consume(self._opening(messages.to_cancel, handler))
 
     async def consume_feedback(self, handler: Handler[Feedback]) -> None:
@@ -289,7 +305,7 @@ class Broker:
         on a channel of their own; the handler acknowledges each once it is stored."""
         channel = await self._channel(publisher_confirms=False)
         await channel.set_qos(prefetch_count=FEEDBACK_PREFETCH)
-        queue = await topology.declare_feedback_queue(channel, self.names)
+        queue = await topology.declare_feedback_queue(channel, self.names, self._type)
         tag = await queue.consume(self._opening(messages.to_feedback, handler))
         self._feedback_consumer = (queue, tag)
 
@@ -301,17 +317,20 @@ class Broker:
     async def consume_expired(self, handler: Handler[Request]) -> None:
         """Requests whose TTL ran out in the queue, so the engine can tell their askers."""
         assert self._control is not None
-        queue = await self._control.declare_queue(self.names.expired_queue, durable=True)
+        queue = await topology.declare_expired_queue(self._control, self.names, self._type)
         await queue.consume(self._opening(messages.to_request, handler))
 
     async def consume_replies(
-        self, bot_id: str, handler: Handler[ReplyEvent], *, keep_s: float
+        self, bot_id: str, handler: Handler[ReplyEvent], *, keep_s: float, one_off: bool = False
     ) -> None:
         """The bot process's own reply queue: durable, so the terminal events (persistent) of
         its answers survive a broker restart or a reconnect; RabbitMQ drops it once it has
-        had no consumer for ``keep_s``."""
+        had no consumer for ``keep_s``. A ``one_off`` bot's (a random id, deleted when it
+        closes) is not durable on a cluster of quorum queues (``topology``)."""
         assert self._control is not None
-        queue = await topology.declare_reply_queue(self._control, self.names, bot_id, keep_s)
+        queue = await topology.declare_reply_queue(
+            self._control, self.names, self._type, bot_id, keep_s, one_off=one_off
+        )
         # Two processes under one name would take each other's replies. Checked once, here: an
         # exclusive consumer would also refuse this process's own consumer when aio-pika
         # restores it after a reconnect the broker has not noticed yet.

@@ -5,8 +5,12 @@ No aio-pika here: a caller names these without touching the broker library.
 
 from __future__ import annotations
 
-from config.errors import EXIT_UNAVAILABLE, ConciergeError
+from collections.abc import Sequence
+
+from config.errors import EXIT_CONFIG, EXIT_UNAVAILABLE, ConciergeError
 from config.urls import masked_url
+
+QUEUE_TYPE_DOC = 'docs/reliability.md, "Moving from classic to quorum queues"'
 
 
 class QueueFull(ConciergeError):
@@ -23,7 +27,23 @@ class BrokerUnavailable(ConciergeError, ConnectionError):
     exit_code = EXIT_UNAVAILABLE
 
 
-def cannot_reach(url: str, error: Exception) -> BrokerUnavailable:
-    """The one wording of a failed connect, which ``cli/errors.py`` reads back: the URL masked
-    (``config/urls.py``), the cause's class only (its text may quote the URL)."""
-    return BrokerUnavailable(f"cannot reach RabbitMQ at {masked_url(url)}: {type(error).__name__}")
+class QueueTypeMismatch(ConciergeError):
+    """A queue exists on the broker with another type than ``CONCIERGE_QUEUE_TYPE`` says: a
+    queue's type cannot change in place, so the setting (or the broker) is what to change."""
+
+    exit_code = EXIT_CONFIG
+
+
+def cannot_reach(urls: Sequence[str], error: Exception) -> BrokerUnavailable:
+    """The one wording of a failed connect, which ``cli/errors.py`` reads back: every address
+    tried, masked (``config/urls.py``), the last cause's class only (its text may quote one)."""
+    shown = ", ".join(masked_url(url) for url in urls)
+    return BrokerUnavailable(f"cannot reach RabbitMQ at {shown}: {type(error).__name__}")
+
+
+def wrong_queue_type(queue: str, queue_type: str) -> QueueTypeMismatch:
+    return QueueTypeMismatch(
+        f"the queue {queue} exists on the broker with another type than "
+        f"CONCIERGE_QUEUE_TYPE={queue_type}: a queue's type cannot change in place "
+        f"(see {QUEUE_TYPE_DOC})"
+    )

@@ -9,7 +9,7 @@ bodies.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
@@ -37,6 +37,13 @@ log = logging.getLogger(__name__)
 
 M = TypeVar("M")
 
+# Which attempt at answering a request a copy of it is (absent: the first). An engine that
+# gets a request back from an engine that died answering it publishes it again with this
+# raised (``broker.requeue``): classic queues only say ``redelivered``, never how often.
+ATTEMPT_HEADER = "x-concierge-attempt"
+# Set by quorum queues on a message given out again: how many deliveries came back unsettled.
+DELIVERY_COUNT_HEADER = "x-delivery-count"
+
 
 @dataclass(frozen=True)
 class Envelope(Generic[M]):
@@ -46,6 +53,10 @@ class Envelope(Generic[M]):
     redelivered: bool  # the broker gave it out before and it was never settled
     ack: Callable[[], Awaitable[None]]
     requeue: Callable[[], Awaitable[None]]  # hand it back to the queue for another consumer
+    # Which attempt at it this delivery is: 1, or more once consumers died holding it.
+    attempt: int = 1
+    # Park it in the dead-letter queue with the reason, and acknowledge it.
+    set_aside: Callable[[str], Awaitable[None]] | None = None
 
 
 Handler = Callable[[Envelope[M]], Awaitable[None]]
@@ -68,7 +79,24 @@ async def open_envelope(
         await incoming.ack()
         return None
     requeue = partial(incoming.reject, requeue=True)
-    return Envelope(message, bool(incoming.redelivered), incoming.ack, requeue)
+
+    async def set_aside(reason: str) -> None:
+        await bury(incoming, reason)
+        await incoming.ack()
+
+    redelivered = bool(incoming.redelivered)
+    attempt = attempt_of(incoming.headers or {}, redelivered)
+    return Envelope(message, redelivered, incoming.ack, requeue, attempt, set_aside)
+
+
+def attempt_of(headers: Mapping[str, object], redelivered: bool) -> int:
+    """The attempt a delivery is: the copy's own (``ATTEMPT_HEADER``) plus the deliveries of
+    that copy that came back unsettled (a quorum queue counts them; a classic queue says only
+    whether there was one)."""
+    copy = headers.get(ATTEMPT_HEADER)
+    count = headers.get(DELIVERY_COUNT_HEADER)
+    returned = count if isinstance(count, int) else int(redelivered)
+    return (copy if isinstance(copy, int) and copy >= 1 else 1) + max(returned, 0)
 
 
 def opening(decode: Decoder[M], handler: Handler[M], bury: Burier) -> Callback:
@@ -112,8 +140,9 @@ def to_feedback(incoming: AbstractIncomingMessage) -> Feedback:
 # --- outgoing -------------------------------------------------------------------------------
 
 
-def bot_message(message: Request | Cancel, ttl_s: float) -> aio_pika.Message:
-    """A bot-to-engine message with its protocol properties: persistent, typed, with a TTL."""
+def bot_message(message: Request | Cancel, ttl_s: float, *, attempt: int = 1) -> aio_pika.Message:
+    """A bot-to-engine message with its protocol properties: persistent, typed, with a TTL;
+    a request published again for another attempt says which (``ATTEMPT_HEADER``)."""
     return aio_pika.Message(
         encode(message),
         content_type=CONTENT_TYPE,
@@ -122,6 +151,7 @@ def bot_message(message: Request | Cancel, ttl_s: float) -> aio_pika.Message:
         message_id=message.session_id,
         reply_to=message.reply_to if isinstance(message, Request) else None,
         type=message.type,
+        headers={ATTEMPT_HEADER: attempt} if attempt > 1 else None,
     )
 
 

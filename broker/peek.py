@@ -9,11 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-import aio_pika
 from aio_pika.abc import AbstractConnection, AbstractQueue, AbstractRobustChannel
 from aiormq.exceptions import ChannelAccessRefused, ChannelLockedResource, ChannelNotFoundEntity
 
-from broker.errors import cannot_reach
+from broker.nodes import connect_any
 from config.settings import Settings
 
 PEEK_CONNECT_TIMEOUT_S = 10.0  # `concierge status` says the broker is down after this
@@ -38,11 +37,7 @@ class QueuePeek:
 
 async def peek_queues(settings: Settings, names: list[str]) -> list[QueuePeek]:
     """Message and consumer counts of ``names``, on a plain connection that declares nothing."""
-    url = settings.broker_url.get_secret_value()
-    try:
-        connection = await aio_pika.connect(url, timeout=PEEK_CONNECT_TIMEOUT_S)
-    except Exception as error:
-        raise cannot_reach(url, error) from None
+    connection = await connect_any(settings.broker_urls, PEEK_CONNECT_TIMEOUT_S)
     async with connection:
         return [await peek_queue(connection, name) for name in names]
 

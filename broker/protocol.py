@@ -1,4 +1,4 @@
-"""The wire protocol, version 4: every name, property and message that crosses RabbitMQ.
+"""The wire protocol, version 5: every name, property and message that crosses RabbitMQ.
 
 This module and ``docs/protocol.md`` are the contract; a client in another language needs
 only that document. Messages are JSON objects (``content_type: application/json``, UTF-8)
@@ -22,7 +22,9 @@ from config.texts import Locale
 #    sources it used, how much history it used, and a rescrape's pages not read.
 # 4: requests carry the asker's locale (the language of the engine's own texts); votes on
 #    answers (``feedback``) go to the engine on a queue of their own.
-PROTOCOL_VERSION: Final = 4
+# 5: ``started`` says which attempt at the answer it begins (an engine died mid-answer and
+#    another starts it again: the text so far is dropped).
+PROTOCOL_VERSION: Final = 5
 CONTENT_TYPE = "application/json"
 MAX_BODY_BYTES = 64 * 1024
 MAX_QUESTION_CHARS = 16_000
@@ -106,7 +108,7 @@ class Names:
 class _Message(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    v: Literal[4] = PROTOCOL_VERSION
+    v: Literal[5] = PROTOCOL_VERSION
 
 
 class HistoryTurn(BaseModel):
@@ -173,6 +175,9 @@ class _Event(_Message):
 class Started(_Event):
     type: Literal["started"] = "started"
     waited_s: float
+    # 1 for the first; more when an engine died answering and this one starts again: what
+    # was shown of the answer so far is to be dropped (the new one comes whole).
+    attempt: int = Field(1, ge=1)
 
 
 class TokenEvent(_Event):

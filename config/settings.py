@@ -81,7 +81,7 @@ class Settings(BaseSettings):
     # connection takes the first that answers and moves to the next when its node goes.
     broker_url: SecretStr = SecretStr("amqp://guest:guest@127.0.0.1:5672/")
     # quorum: the queues that must outlive a node are replicated (a cluster); classic: one
-    # node's (docs/reliability.md, "Quorum queues", has the measurements and the move).
+    # node's (docs/reliability.md, "A RabbitMQ cluster": the measurements, and the move).
     queue_type: Literal["classic", "quorum"] = "classic"
     prefix: str = Field("concierge", pattern=r"^[A-Za-z0-9_.-]{1,100}$")
     request_ttl_s: float = Field(300.0, gt=0)

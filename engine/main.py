@@ -70,9 +70,10 @@ def scheduling(
 
 
 async def purge_once(worker: Worker) -> None:
-    """Drop the requests left from before this start, telling their askers; unless another
-    engine already takes requests: then they are its to answer, not stale (a second worker,
-    or a second ``concierge up`` by mistake)."""
+    """Drop the stale requests left from before this start, telling their askers, and keep
+    the rest in order (``engine.purge``); unless another engine already takes requests: then
+    they are its to answer, not stale (a second worker, or a second ``concierge up`` by
+    mistake)."""
     consumers = (await worker.broker.request_queue_counts()).consumers
     if consumers:
         log.info(
@@ -82,4 +83,10 @@ async def purge_once(worker: Worker) -> None:
         )
         return
     purged = await worker.purge_stale()
-    log.info("purged %d stale request(s) at startup", purged)
+    log.info("purged %d stale request(s) at startup", purged.stale)
+    if purged.kept or purged.set_aside:
+        log.info(
+            "kept %d waiting request(s) at startup, in order; set aside %d",
+            purged.kept,
+            purged.set_aside,
+        )

@@ -82,8 +82,9 @@ class Replies:
         """The catalogue's text ``key`` in this asker's locale."""
         return t(key, self.locale, **fields)
 
-    async def started(self, waited_s: float) -> None:
-        await self.send(Started(**self.header(), waited_s=waited_s))
+    async def started(self, waited_s: float, attempt: int = 1) -> None:
+        """``attempt`` > 1: an engine died answering it; the asker drops the text it has."""
+        await self.send(Started(**self.header(), waited_s=waited_s, attempt=attempt))
 
     async def tokens(self, text: str, count: int) -> None:
         """``count`` model tokens in ``text``; 0 for text the engine adds (the sources)."""

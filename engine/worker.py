@@ -6,6 +6,9 @@ requests), expired requests (dead-lettered by their TTL, so the asker can be tol
 one
 kind, chosen once: an answer (``engine.jobs.answer``) or a rescrape (``engine.jobs.rescrape``).
 What the engine writes to an asker itself comes in the asker's locale (``Replies.text``).
+A request whose engine died answering it comes back redelivered: it is queued again with its
+attempt counted and answered anew (``Worker._take_back``), unless it has already stopped the
+engine ``MAX_ATTEMPTS`` times (``engine.purge``): then it is set aside, its asker told.
 """
 
 from __future__ import annotations
@@ -15,9 +18,12 @@ import logging
 import time
 from typing import Protocol
 
+from cachetools import LRUCache
+
 from broker.amqp import Broker
 from broker.messages import Envelope
 from broker.protocol import Cancel, ReplyEvent, Request
+from broker.requeue import publish_again
 from config.logging import session_context
 from config.settings import Settings
 from config.texts import Locale
@@ -28,10 +34,13 @@ from engine.health import Running
 from engine.jobs.answer import AnswerJob
 from engine.jobs.rescrape import RescrapeJob
 from engine.metrics import EngineMetrics
+from engine.purge import MAX_ATTEMPTS, Purged, purge_stale
 from engine.replies import Replies
 from engine.status_feed import StatusCopies
 
 log = logging.getLogger(__name__)
+
+ANSWERED_REMEMBERED = 1000  # session ids; a reconnect redelivers the one in flight only
 
 
 class Job(Protocol):
@@ -73,6 +82,9 @@ class Worker:
         self.metrics.watch_jobs(lambda: self.answering, lambda: self.rescrapes.running)
         self._idle = asyncio.Event()
         self._idle.set()
+        # Sessions this engine ran to their end: one redelivered after a reconnect is not
+        # answered twice (its first delivery's ack was lost with the old channel).
+        self._answered: LRUCache[str, None] = LRUCache(ANSWERED_REMEMBERED)
         # prefetch_count=1 already serialises deliveries, but after a reconnect the broker
         # redelivers while the old job may still run: the model must never serve two at once.
         self._one_job_at_a_time = asyncio.Lock()
@@ -96,19 +108,23 @@ class Worker:
             status=StatusCopies(self.broker.send_status),
         )
 
-    async def purge_stale(self) -> int:
-        """Empty the request queue, telling each waiting asker; ``main()`` calls this once."""
-        purged = 0
-        while (envelope := await self.broker.take_waiting_request()) is not None:
-            purged += 1
-            if isinstance(envelope.message, Request):
-                request = envelope.message
-                with session_context(request.session_id):
-                    replies = self._replies(request)
-                    reason = "engine.interrupted" if envelope.redelivered else "engine.restarted"
-                    await replies.failed(replies.text(reason))
-            await envelope.ack()
-        return purged
+    async def purge_stale(self) -> Purged:
+        """Empty the request queue but for what is still worth answering, telling each stale
+        asker (``engine.purge``); ``main()`` calls this once."""
+
+        async def tell_stale(request: Request) -> None:
+            replies = self._replies(request)
+            await replies.failed(replies.text("engine.restarted"))
+
+        return await purge_stale(self.broker, tell_stale, self.set_aside)
+
+    async def set_aside(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
+        """Park a request that stopped the engine ``MAX_ATTEMPTS`` times, telling its asker."""
+        log.warning("set aside: it stopped the engine %d times mid-answer", MAX_ATTEMPTS)
+        assert envelope.set_aside is not None  # every envelope the broker opens has it
+        await envelope.set_aside(f"stopped the engine {MAX_ATTEMPTS} times while answered")
+        replies = self._replies(request)
+        await replies.failed(replies.text("engine.set_aside", times=MAX_ATTEMPTS))
 
     async def start(self) -> None:
         await self.feedback.show_totals()
@@ -165,7 +181,33 @@ class Worker:
         request = envelope.message
         with session_context(request.session_id):
             async with self._one_job_at_a_time:
-                await self._handle(envelope, request)
+                if envelope.attempt > MAX_ATTEMPTS:
+                    await self.set_aside(envelope, request)
+                elif envelope.redelivered:
+                    await self._take_back(envelope, request)
+                else:
+                    await self._handle(envelope, request)
+
+    async def _take_back(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
+        """A request given out before and never settled: its engine died answering it, or this
+        one lost its connection meanwhile (then it was answered here: drop it).
+
+        Published again with its attempt counted, to the queue's end: the requests behind it
+        waited through the crash, and if this one is what killed the engine they are not held
+        up by it again (docs/reliability.md). If the broker refuses the copy, it is answered
+        now, uncounted."""
+        if request.session_id in self._answered:
+            log.info("redelivered after a reconnect, but already answered here: dropped")
+            await envelope.ack()
+            return
+        try:
+            await publish_again(self.broker, [(request, envelope.attempt)])
+        except Exception as error:
+            log.warning("not published again (%s): answered now", error)
+            await self._handle(envelope, request)
+            return
+        await envelope.ack()
+        log.info("its engine stopped mid-answer: queued again (attempt %d)", envelope.attempt)
 
     async def _handle(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
         job, replies = self._job(request), self._replies(request)
@@ -173,22 +215,22 @@ class Worker:
         try:
             if job.acks_at_start:
                 await envelope.ack()
-            finished = await self._serve(job, request, replies, envelope.redelivered)
+            await self._serve(job, request, replies, envelope.attempt)
         except Exception:  # a bug must end in a visible state, not in silence; logged whole
             log.exception("request failed")
             await replies.failed(replies.text("engine.error"))
-            finished = True
         finally:
+            self._answered[request.session_id] = None
             self._idle.set()
         if not job.acks_at_start:
-            await asyncio.shield(_settle(envelope, finished))
+            await asyncio.shield(_settle(envelope))
 
-    async def _serve(self, job: Job, request: Request, replies: Replies, redelivered: bool) -> bool:
+    async def _serve(self, job: Job, request: Request, replies: Replies, attempt: int) -> bool:
         """Run one request to a terminal event; False if it was interrupted by a shutdown."""
-        if await self._refused(job, request, replies, redelivered):
+        if await self._refused(job, request, replies):
             return True
-        await replies.started(waited_s=max(0.0, time.time() - request.sent_at))
-        log.info("started (%s)", request.type)
+        await replies.started(waited_s=max(0.0, time.time() - request.sent_at), attempt=attempt)
+        log.info("started (%s%s)", request.type, f", attempt {attempt}" if attempt > 1 else "")
         # A rescrape's ``run`` starts its task and returns without yielding to the event loop,
         # so nobody ever sees it here: it reports itself (``rescrapes.running``).
         self.answering = Running(request.session_id)
@@ -197,14 +239,10 @@ class Worker:
         finally:
             self.answering = None
 
-    async def _refused(
-        self, job: Job, request: Request, replies: Replies, redelivered: bool
-    ) -> bool:
+    async def _refused(self, job: Job, request: Request, replies: Replies) -> bool:
         """Send the terminal event of a request that must not start; True if it was one."""
         limit, length = self.settings.max_question_chars, len(request.question)
-        if redelivered:
-            await replies.failed(replies.text("engine.interrupted"))
-        elif (reason := job.refusal(request, replies.locale)) is not None:
+        if (reason := job.refusal(request, replies.locale)) is not None:
             await replies.failed(reason)
         elif request.session_id in self.cancelled:
             await replies.cancelled()
@@ -222,9 +260,10 @@ class Worker:
         return True
 
 
-async def _settle(envelope: Envelope[Request | Cancel], finished: bool) -> None:
-    """Ack what was finished; hand back what was not (a graceful stop mid-answer)."""
+async def _settle(envelope: Envelope[Request | Cancel]) -> None:
+    """Ack a request once it has its terminal event, also one a graceful stop cut short (its
+    asker was told "interrupted"): handed back, it would be answered again for nobody."""
     try:
-        await (envelope.ack() if finished else envelope.requeue())
+        await envelope.ack()
     except Exception as error:  # the channel may have closed; the broker redelivers
         log.warning("not settled: %s", error)

@@ -1,5 +1,7 @@
-"""The markers ``broker`` (needs RabbitMQ) and ``model`` (loads the LLM), given to each test by
-the fixtures it uses, so ``pytest -m "not broker and not model"`` runs the pure tests alone.
+"""The markers ``broker`` (needs RabbitMQ), ``model`` (loads the LLM) and ``cluster`` (starts a
+local three-node RabbitMQ cluster, and needs RabbitMQ too), given to each test by the fixtures
+it uses, so ``pytest -m "not broker and not model"`` runs the pure tests alone and
+``-m "not cluster"`` leaves out the cluster's.
 
 A mark is held to while the test runs: a test that reaches RabbitMQ or loads the model without
 its mark fails, naming the mark. Without that, a test that starts an engine in its body would
@@ -19,11 +21,14 @@ from engine.backends.llama import LlamaBackend
 
 BROKER = "broker"
 MODEL = "model"
+CLUSTER = "cluster"
+CLUSTER_FIXTURE = ("tests.cluster_fixture", "cluster")
 
 # (module, name) of the fixtures that need each: every broker fixture builds on conftest's
 # ``settings`` (the test's own broker names); each model fixture loads a model of its own.
 NEEDS: dict[str, set[tuple[str, str]]] = {
-    BROKER: {("tests.conftest", "settings")},
+    BROKER: {("tests.conftest", "settings"), CLUSTER_FIXTURE},
+    CLUSTER: {CLUSTER_FIXTURE},
     MODEL: {
         ("tests.conftest", "backend"),
         ("tests.test_conversation_engine_states", "cached"),

@@ -62,6 +62,35 @@ def test_a_bad_secret_is_not_echoed_in_the_error(monkeypatch: pytest.MonkeyPatch
     assert "leaked-pw" not in str(caught.value)
 
 
+def test_the_broker_url_may_list_a_clusters_nodes_each_checked(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CONCIERGE_BROKER_URL", "amqp://u:pw-1@a:5672/, amqps://u:pw-2@b:5671/")
+    assert load_settings().broker_urls == ["amqp://u:pw-1@a:5672/", "amqps://u:pw-2@b:5671/"]
+    monkeypatch.setenv("CONCIERGE_BROKER_URL", '["amqp://u:pw@a/", "amqp://u:pw@b/"]')
+    assert load_settings().broker_urls == ["amqp://u:pw@a/", "amqp://u:pw@b/"]
+    monkeypatch.setenv("CONCIERGE_BROKER_URL", "amqp://u:pw-1@a/,http://u:leaked-pw@b/")
+    with pytest.raises(ConfigError) as caught:
+        load_settings()
+    assert str(caught.value) == (
+        "invalid configuration: broker_url (CONCIERGE_BROKER_URL): must start with amqp:// or "
+        "amqps:// (address 2 of 2)"
+    )
+    monkeypatch.setenv("CONCIERGE_BROKER_URL", " , ")
+    with pytest.raises(ConfigError, match=r"CONCIERGE_BROKER_URL\): no address given"):
+        load_settings()
+
+
+def test_the_queue_type_is_classic_unless_set_to_quorum(monkeypatch: pytest.MonkeyPatch) -> None:
+    _clear_concierge_environment(monkeypatch)
+    assert Settings(_env_file=None).queue_type == "classic"  # type: ignore[call-arg]
+    monkeypatch.setenv("CONCIERGE_QUEUE_TYPE", "quorum")
+    assert load_settings().queue_type == "quorum"
+    monkeypatch.setenv("CONCIERGE_QUEUE_TYPE", "mirrored")
+    with pytest.raises(ConfigError, match=r"CONCIERGE_QUEUE_TYPE\): Input should be 'classic'"):
+        load_settings()
+
+
 # --- values as people write them --------------------------------------------------------
 
 LIST_FIELDS = [

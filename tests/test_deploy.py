@@ -110,7 +110,8 @@ def test_services_run_their_subcommand_behind_their_profile(
 
 
 def test_engines_keep_model_and_knowledge_base_on_named_volumes(compose: dict[str, Any]) -> None:
-    assert set(compose["volumes"]) == {"rabbitmq", "models", "kb"}
+    cluster_nodes = {"rabbitmq-1", "rabbitmq-2", "rabbitmq-3"}  # the cluster profile's
+    assert set(compose["volumes"]) == {"rabbitmq", "models", "kb"} | cluster_nodes
     for name in ("engine", "engine-2"):
         service = compose["services"][name]
         mounts = dict(volume.split(":", 1) for volume in service["volumes"])
@@ -151,6 +152,32 @@ def test_the_llamacpp_profile_serves_the_engines_a_model_from_the_models_volume(
     example = (ROOT / ".env.example").read_text()
     assert "http://llamacpp:8080/v1" in example
     assert Settings(_env_file=None, openai_base_url="http://llamacpp:8080/v1")  # type: ignore[call-arg]
+
+
+def test_the_cluster_profile_joins_three_nodes_sharing_a_cookie(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    nodes = {name: services[name] for name in ("rabbitmq-1", "rabbitmq-2", "rabbitmq-3")}
+    peers = compose["configs"]["rabbitmq-cluster"]["content"]
+    assert "peer_discovery_backend = classic_config" in peers
+    for number, (name, node) in enumerate(nodes.items(), start=1):
+        assert node["profiles"] == ["cluster"] and node["hostname"] == name
+        assert f"nodes.{number} = rabbit@{name}" in peers  # its node name, rabbit@<hostname>
+        assert node["image"] == services["rabbitmq"]["image"]
+        assert node["environment"] == services["rabbitmq"]["environment"]  # the same user
+        assert node["volumes"] == [f"{name}:/var/lib/rabbitmq"]
+        assert node["ports"] == [f"127.0.0.1:{5680 + number}:5672"]  # as scripts/cluster.sh
+        assert [config["source"] for config in node["configs"]] == ["rabbitmq-cluster"]
+        assert node["depends_on"]["rabbitmq-cookie"] == {
+            "condition": "service_completed_successfully"
+        }
+        if number > 1:  # the others join the first
+            assert node["depends_on"]["rabbitmq-1"] == {"condition": "service_healthy"}
+    # one cookie, written into each node's volume before any of them starts
+    cookie = services["rabbitmq-cookie"]
+    assert cookie["profiles"] == ["cluster"]
+    assert cookie["volumes"] == [f"{name}:/nodes/{name[-1]}" for name in nodes]
+    script = cookie["command"][0]
+    assert "/.erlang.cookie" in script and "chmod 400" in script
 
 
 def test_published_ports_are_on_loopback_only(compose: dict[str, Any]) -> None:

@@ -93,7 +93,9 @@ async def test_an_engine_alone_still_purges_what_waited_for_it(
     client: ConciergeClient,
     broker: Broker,
     caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr("engine.purge.STALE_AFTER_S", 0.0)  # any question asked before is stale
     stale = await client.ask(Ask("stale question", "u0"))
     caplog.set_level(logging.INFO, logger="engine.main")
 

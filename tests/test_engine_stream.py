@@ -170,8 +170,13 @@ async def test_a_request_that_outlives_its_ttl_in_the_queue_expires(
 
 
 async def test_the_startup_purge_drops_stale_requests_once_and_a_reconnect_does_not(
-    settings: Settings, backend: Backend, broker: Broker, client: ConciergeClient
+    settings: Settings,
+    backend: Backend,
+    broker: Broker,
+    client: ConciergeClient,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setattr("engine.purge.STALE_AFTER_S", 0.0)  # any question asked before is stale
     stale = await client.ask(Ask("stale question", "u0"))
     assert await broker.request_queue_depth() == 1
     engine = await start_engine(settings.model_copy(update={"max_tokens": 400}), backend)

@@ -65,9 +65,11 @@ def test_bots_and_engine_never_import_each_other() -> None:
     assert "bots" not in graph["engine"]
 
 
-# The broker's AMQP modules: the connection, what is declared, messages in and out, taps, peeks.
+# The broker's AMQP modules: the connection (to one of several nodes), what is declared,
+# messages in and out, taps, peeks.
 BROKER_AMQP_MODULES = {
     "broker/amqp.py",
+    "broker/nodes.py",
     "broker/topology.py",
     "broker/messages.py",
     "broker/taps.py",

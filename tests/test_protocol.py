@@ -17,6 +17,7 @@ from broker.protocol import (
     Feedback,
     Names,
     ProtocolError,
+    Started,
     TokenEvent,
     decode_cancel,
     decode_event,
@@ -181,13 +182,24 @@ def test_a_request_carries_its_history_and_refuses_a_bad_turn() -> None:
         decode_request(json.dumps({**VALID_REQUEST, "history": oversized}).encode())
 
 
-def test_a_version_3_message_is_refused_naming_the_version() -> None:
-    assert VALID_REQUEST["v"] == 4
-    for older in (2, 3):
-        with pytest.raises(ProtocolError, match=r"^invalid request: v: Input should be 4$"):
+def test_an_older_version_is_refused_naming_the_version() -> None:
+    assert VALID_REQUEST["v"] == 5
+    for older in (2, 3, 4):
+        with pytest.raises(ProtocolError, match=r"^invalid request: v: Input should be 5$"):
             decode_request(json.dumps({**VALID_REQUEST, "v": older}).encode())
-    with pytest.raises(ProtocolError, match=r"^invalid feedback: v: Input should be 4$"):
-        decode_feedback(json.dumps({**VALID_FEEDBACK, "v": 3}).encode())
+    with pytest.raises(ProtocolError, match=r"^invalid feedback: v: Input should be 5$"):
+        decode_feedback(json.dumps({**VALID_FEEDBACK, "v": 4}).encode())
+
+
+def test_started_says_which_attempt_it_begins() -> None:
+    """A v4 client would refuse the field (extra="forbid"): hence version 5."""
+    first = Started(session_id="s" * 8, seq=0, waited_s=0.1)
+    again = Started(session_id="s" * 8, seq=0, waited_s=0.1, attempt=2)
+    assert decode_event(encode(first)) == first and first.attempt == 1
+    decoded = decode_event(encode(again))
+    assert isinstance(decoded, Started) and decoded.attempt == 2
+    with pytest.raises(ProtocolError, match="attempt"):
+        decode_event(encode(again).replace(b'"attempt":2', b'"attempt":0'))
 
 
 def test_a_request_carries_the_askers_locale_or_none() -> None:

@@ -102,7 +102,9 @@ class TerminalAnswer:
             return Outcome(EXIT_INTERRUPTED)
         self._print_json(item)
         match item:
-            case Started():
+            case Started(attempt=attempt):
+                if attempt > 1:
+                    self._begin_again()
                 self.status.started(self.session.kind)
             case TokenEvent(text=piece):
                 self._add(piece)
@@ -111,6 +113,14 @@ class TerminalAnswer:
             case Done() | Cancelled() | Failed() | Expired():
                 return self._end(item)
         return None
+
+    def _begin_again(self) -> None:
+        """An engine died answering: a line says so, then the new answer comes whole (what
+        was shown stays above it: a terminal, or a file, cannot take lines back)."""
+        if self.json_out is None:
+            self.text.begin_again()
+        self.status.tell("terminal.restarted")
+        self.streamed = ""
 
     def _stop_requested(self) -> Outcome | None:
         """Ctrl+C: a queued question is gone at once; a running answer stops at the engine."""

@@ -30,6 +30,11 @@ class AnswerText(Protocol):
         """The whole final text (which may differ from what streamed): show what is missing."""
         ...
 
+    def begin_again(self) -> None:
+        """An answer anew (its engine died mid-answer): what was shown stays above, ended,
+        and the next pieces and the final text start from nothing."""
+        ...
+
 
 def answer_text(stream: TextIO) -> AnswerText:
     if stream.isatty():
@@ -66,6 +71,12 @@ class PlainText:
             rest += "\n"
         self.stream.write(rest)
         self.stream.flush()
+
+    def begin_again(self) -> None:
+        if self.text and not self.text.endswith("\n"):
+            self.stream.write("\n")
+            self.stream.flush()
+        self.text = ""
 
 
 def finished_length(text: str) -> int:
@@ -104,6 +115,10 @@ class MarkdownText:
         self._stop_live()
         printed = self.text[: self.printed]
         self._print(text[common_length(text, printed) :])
+
+    def begin_again(self) -> None:
+        self.finish(self.text)
+        self.text, self.printed = "", 0
 
     def _print(self, blocks: str) -> None:
         """Render whole blocks under those printed before (one blank line between)."""

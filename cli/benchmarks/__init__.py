@@ -4,6 +4,7 @@
   trap), while the answer decodes or while it still reads a long prompt.
 - ``stream``: what the pipeline (engine, broker, reply consumer) costs over llama.cpp alone.
 - ``queue``: a burst of requests served in order, memory, and ``cancelled_sessions`` bounded.
+- ``queue-types``: a classic against a quorum request queue on one node (the broker alone).
 
 Each run uses broker names of its own and deletes them at the end; see ``docs/benchmarks.md``.
 """

@@ -23,6 +23,10 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "en": "✍️ answering… (🛑 to stop)",
         "ja": "✍️ 回答中…（🛑 で停止）",
     },
+    "status.answering_again": {
+        "en": "🔁 answering again: the engine restarted (🛑 to stop)",
+        "ja": "🔁 回答し直しています：回答エンジンが再起動しました（🛑 で停止）",
+    },
     "status.stopping": {"en": "🛑 stopping…", "ja": "🛑 停止しています…"},
     "status.done": {"en": "✅ done", "ja": "✅ 完了"},
     "status.stopped": {"en": "🛑 stopped", "ja": "🛑 停止しました"},

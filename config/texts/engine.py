@@ -62,6 +62,16 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "en": "the engine restarted before answering; please ask again",
         "ja": "回答する前に回答エンジンが再起動しました。もう一度質問してください",
     },
+    "engine.set_aside": {
+        "en": (
+            "this question stopped the engine {times} times while it was being answered, "
+            "so it was set aside; please ask it another way"
+        ),
+        "ja": (
+            "この質問への回答中に回答エンジンが {times} 回停止したため、この質問は保留にしました。"
+            "聞き方を変えて質問してください"
+        ),
+    },
     "engine.expired_in_queue": {
         "en": "waited {waited} s in the queue, past its time to live",
         "ja": "順番待ちで {waited} 秒待ち、有効期限を過ぎました",

@@ -125,6 +125,10 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "en": "[yellow]removed from the queue:[/] it will not be answered",
         "ja": "[yellow]順番待ちから外しました：[/]この質問には回答しません",
     },
+    "terminal.restarted": {  # the text above it stays: a terminal cannot take lines back
+        "en": "[yellow]the engine restarted mid-answer:[/] the whole answer follows again",
+        "ja": "[yellow]回答中に回答エンジンが再起動しました：[/]最初から回答し直します",
+    },
     "terminal.stopped": {"en": "[yellow]stopped[/]", "ja": "[yellow]停止しました[/]"},
     "terminal.stopped_after": {
         "en": "[yellow]stopped[/] after {tokens} tokens",
