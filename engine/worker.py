@@ -22,7 +22,7 @@ from cachetools import LRUCache
 
 from broker.amqp import Broker
 from broker.messages import Envelope
-from broker.protocol import Cancel, ReplyEvent, Request
+from broker.protocol import Cancel, ReplyEvent, Request, TerminalEvent
 from broker.requeue import publish_again
 from config.logging import session_context
 from config.settings import Settings
@@ -40,7 +40,9 @@ from engine.status_feed import StatusCopies
 
 log = logging.getLogger(__name__)
 
-ANSWERED_REMEMBERED = 1000  # session ids; a reconnect redelivers the one in flight only
+# The terminal events of the last answers run here: after a reconnect the broker redelivers
+# the one that was in flight, whose terminal event may have been lost with the connection.
+ANSWERED_REMEMBERED = 100
 
 
 class Job(Protocol):
@@ -82,9 +84,10 @@ class Worker:
         self.metrics.watch_jobs(lambda: self.answering, lambda: self.rescrapes.running)
         self._idle = asyncio.Event()
         self._idle.set()
-        # Sessions this engine ran to their end: one redelivered after a reconnect is not
-        # answered twice (its first delivery's ack was lost with the old channel).
-        self._answered: LRUCache[str, None] = LRUCache(ANSWERED_REMEMBERED)
+        # Sessions this engine ran to their end, with their terminal event: one redelivered
+        # after a reconnect (its first delivery's ack was lost with the old channel) is not
+        # answered twice; its terminal event, which carries the whole text, is sent again.
+        self._answered: LRUCache[str, TerminalEvent | None] = LRUCache(ANSWERED_REMEMBERED)
         # prefetch_count=1 already serialises deliveries, but after a reconnect the broker
         # redelivers while the old job may still run: the model must never serve two at once.
         self._one_job_at_a_time = asyncio.Lock()
@@ -99,6 +102,8 @@ class Worker:
         def on_event(event: ReplyEvent) -> None:
             self.metrics.record(event)
             self.feedback.answer_ended(request, event)
+            if isinstance(event, TerminalEvent):
+                self._answered[request.session_id] = event
 
         return Replies(
             self.broker,
@@ -196,9 +201,13 @@ class Worker:
         waited through the crash, and if this one is what killed the engine they are not held
         up by it again (docs/reliability.md). If the broker refuses the copy, it is answered
         now, uncounted."""
-        if request.session_id in self._answered:
-            log.info("redelivered after a reconnect, but already answered here: dropped")
-            await envelope.ack()
+        if request.session_id in self._answered:  # this engine ran it: a reconnect, no death
+            if (end := self._answered[request.session_id]) is not None:
+                await self._send_end_again(request, end)
+                await envelope.ack()
+            else:  # the reconnect cut the answer short: begun anew, an attempt of its own
+                log.info("redelivered after a reconnect cut its answer short: answered again")
+                await self._handle(envelope, request)
             return
         try:
             await publish_again(self.broker, [(request, envelope.attempt)])
@@ -208,6 +217,16 @@ class Worker:
             return
         await envelope.ack()
         log.info("its engine stopped mid-answer: queued again (attempt %d)", envelope.attempt)
+
+    async def _send_end_again(self, request: Request, end: TerminalEvent) -> None:
+        """A request answered here, redelivered after a reconnect: not answered twice, but its
+        terminal event goes out again (the first may have been lost with the connection; an
+        asker that had it ignores the second, docs/protocol.md)."""
+        log.info("redelivered after a reconnect, already answered here: its end sent again")
+        try:
+            await self.broker.send_event(end, request.reply_to)
+        except Exception as error:  # the asker may be gone
+            log.warning("end not sent again: %s", error)
 
     async def _handle(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
         job, replies = self._job(request), self._replies(request)
@@ -220,7 +239,7 @@ class Worker:
             log.exception("request failed")
             await replies.failed(replies.text("engine.error"))
         finally:
-            self._answered[request.session_id] = None
+            self._answered.setdefault(request.session_id, None)
             self._idle.set()
         if not job.acks_at_start:
             await asyncio.shield(_settle(envelope))

@@ -19,6 +19,7 @@ OUR_PACKAGES = ("bots", "broker", "cli", "config", "engine")
 EXIT_CODES = {
     "ConfigError": EXIT_CONFIG,
     "MetricsPortUnavailable": EXIT_CONFIG,
+    "QueueTypeMismatch": EXIT_CONFIG,  # a queue of the other CONCIERGE_QUEUE_TYPE
     "BrokerUnavailable": EXIT_UNAVAILABLE,
     "BackendUnavailable": EXIT_UNAVAILABLE,
     "ConsoleFailed": EXIT_UNAVAILABLE,  # unless the console's process gave its own
