@@ -23,6 +23,7 @@ from engine.backends.configured import load_backend, model_options
 from engine.main import run_engine
 from engine.worker import Worker
 from tests.marks_fixture import GUARD, mark_by_fixtures
+from tests.processes import kill_leftovers
 from tests.site_fixture import FakeSite, ForeignSite
 from tests.site_fixture import start as start_site
 from tests.topology_fixture import TOPOLOGY, fail_on_leftovers
@@ -61,6 +62,13 @@ def _held_to_its_marks() -> Iterator[None]:
     caught the error raised then."""
     yield
     GUARD.fail_if_misused()
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left() -> Iterator[None]:
+    """A concierge process a failed test left running is killed (tests/processes.py)."""
+    yield
+    kill_leftovers()
 
 
 @pytest.fixture(scope="session")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -51,6 +52,20 @@ def note_own_queues(settings: Settings, extra: dict[str, str]) -> None:
         TOPOLOGY.process_queues.add(names.reply_queue(bot_name))
 
 
+# Every process a test started: one a failed test left running is killed after it
+# (``kill_leftovers``), or it would go on consuming its queues through the rest of the run.
+RUNNING: list[asyncio.subprocess.Process] = []
+
+
+def kill_leftovers() -> None:
+    """SIGKILL the processes started by the test that just ended and still running."""
+    while RUNNING:
+        process = RUNNING.pop()
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+
+
 class ConciergeProcess:
     """``concierge <role>`` in a subprocess; its log lines are kept in ``lines``.
 
@@ -89,6 +104,7 @@ class ConciergeProcess:
             cwd=ROOT,
         )
         started = cls(process, ready_mark)
+        RUNNING.append(process)
         ready = asyncio.create_task(started.ready.wait())
         await asyncio.wait({ready, started._reader}, timeout=60, return_when="FIRST_COMPLETED")
         assert started.ready.is_set(), "\n".join(started.lines)

@@ -46,6 +46,8 @@ async def test_with_no_site_the_chat_reads_the_sample_and_answers_from_it(
     again = terminals("up", env=env, cwd=tmp_path)  # the next start: the sample answers
     await again.shows(r"(?m)^you>")
     assert "Answering from the sample site" in again.text()
+    again.send(CTRL_D)  # a chat that leaves deletes its reply queue
+    assert await again.exit_code() == 0
 
 
 async def test_with_a_site_configured_nothing_of_the_sample_appears(
