@@ -12,8 +12,11 @@ from engine.backends.openai.options import OpenAIOptions
 log = logging.getLogger(__name__)
 
 # Memory for llama.cpp's states after recent answers, so that a follow-up reads only its new
-# part even after other people's questions (docs/benchmarks.md, "Conversations").
-STATE_CACHE_MB = 256
+# part even after other people's questions (docs/benchmarks.md, "Conversations"). A state
+# takes 22.7 KiB a token with SmolLM2: 64 MiB holds about three of 1,000 tokens, enough for a
+# conversation with two other visitors in between (turn 8's first token 1.40 s, against 1.35 s
+# with 256 MiB and 2.93 s without); 256 took the engine past 600 MB (docs/quality.md, "Memory").
+STATE_CACHE_MB = 64
 
 
 def model_options(settings: Settings) -> ModelOptions:

@@ -10,6 +10,7 @@ import logging
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -66,10 +67,12 @@ class LlamaBackend:
         """Keep the state after each answer, so a follow-up reads only what is new; 0: off."""
         if capacity_bytes <= 0:
             return None
-        from engine.backends.state_cache import StateCache
+        from engine.backends.state_cache import StateCache, give_freed_states_back, lean_save_state
 
+        give_freed_states_back()
         cache = StateCache(capacity_bytes)
         self.llm.set_cache(cache)
+        self.llm.save_state = partial(lean_save_state, self.llm)  # type: ignore[method-assign]
         return cache
 
     def _install_abort_callback(self) -> None:

@@ -15,6 +15,11 @@ is read.
   row is kept: ``load_state`` broadcasts it into the rows it restores.
 - The capacity counts everything an entry holds, not only llama.cpp's own state.
 
+And ``lean_save_state`` replaces ``Llama.save_state`` on the engine's model: the library's
+copies all 100 MB of logits and llama.cpp's state three times before the cache keeps one row
+and one copy, and those passing copies set the engine's peak memory (docs/quality.md,
+"Memory").
+
 A lookup that ties (every prompt shares the system prompt) takes the newest entry, so an
 unrelated question does not keep the oldest entry alive by touching it.
 """
@@ -31,11 +36,52 @@ if TYPE_CHECKING:
     from llama_cpp.llama import LlamaState
 
 MIB = 1024 * 1024
+M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter (malloc.h)
+MMAP_THRESHOLD_BYTES = MIB
 
 
 def entry_bytes(state: LlamaState) -> int:
     """What one saved state holds in memory: llama.cpp's state, the logits and the tokens."""
     return int(state.llama_state_size) + int(state.scores.nbytes) + int(state.input_ids.nbytes)
+
+
+def give_freed_states_back() -> None:
+    """Have glibc's malloc map every block over 1 MiB on its own, so a state the cache drops
+    goes back to the system at once. By default the threshold grows with the blocks freed
+    (up to 32 MiB), and dropped states stayed in the heap: 55 MB more at the end of
+    docs/quality.md's "Memory" run. Does nothing where the C library is not glibc."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+
+
+def lean_save_state(llm: Llama) -> LlamaState:
+    """``llm.save_state()`` as the cache keeps it, made without the passing copies: the last
+    row of the logits only, and llama.cpp's state copied once out of its buffer."""
+    import ctypes
+
+    import llama_cpp
+    from llama_cpp.llama import LlamaState
+
+    context = llm._ctx.ctx  # what the library's own save_state reads
+    size = llama_cpp.llama_state_get_size(context)
+    buffer = (ctypes.c_uint8 * int(size))()
+    copied = int(llama_cpp.llama_state_get_data(context, buffer, size))
+    if copied > int(size):
+        raise RuntimeError("Failed to copy llama state data")
+    return LlamaState(
+        scores=llm._scores[-1:].copy(),
+        input_ids=llm.input_ids.copy(),
+        n_tokens=llm.n_tokens,
+        llama_state=ctypes.string_at(buffer, copied),
+        llama_state_size=copied,
+        seed=llm._seed,
+    )
 
 
 class StateCache(LlamaRAMCache):
