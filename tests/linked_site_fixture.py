@@ -8,13 +8,12 @@ a test sees a page fetched twice under two spellings.
 from __future__ import annotations
 
 import hashlib
-import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from tests.site_fixture import Handler
+from tests.site_fixture import Hit, hit_recorder
 
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title} | Harbour Office</title>{head}</head>
@@ -98,14 +97,6 @@ BFS_ORDER = ["/", "/ferries/", "/about", "/ferries/minato", "/ferries/kita", "/f
 DEPTH = {"/": 0, "/ferries/": 1, "/about": 1, "/ferries/minato": 2, "/ferries/kita": 2, "/fares": 3}
 
 
-@dataclass(frozen=True)
-class Hit:
-    path_qs: str
-    status: int
-    conditional: bool
-    at: float
-
-
 @dataclass
 class LinkedSite:
     """The site; tests change ``pages``, ``robots``, ``sitemap`` or ``raw`` before a crawl."""
@@ -118,7 +109,7 @@ class LinkedSite:
     base: str = ""
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._record])
+        app = web.Application(middlewares=[hit_recorder(self.hits, with_query=True)])
         app.router.add_get("/robots.txt", self._robots)
         app.router.add_get("/sitemap.xml", self._sitemap)
         app.router.add_get("/{path:.*}", self._page)
@@ -131,22 +122,11 @@ class LinkedSite:
     def page_hits(self, status: int | None = None) -> list[str]:
         """Every request for a page (not robots.txt or the sitemap) with its query string, in
         the order they came in; only those answered with ``status`` when it is given."""
-        return [hit.path_qs for hit in self.page_requests() if status in (None, hit.status)]
+        return [hit.path for hit in self.page_requests() if status in (None, hit.status)]
 
     def page_requests(self) -> list[Hit]:
         hits = sorted(self.hits, key=lambda hit: hit.at)
-        return [hit for hit in hits if hit.path_qs not in ("/robots.txt", "/sitemap.xml")]
-
-    @web.middleware
-    async def _record(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        conditional, at = "If-None-Match" in request.headers, time.monotonic()
-        try:
-            response = await handler(request)
-        except web.HTTPException as error:
-            self.hits.append(Hit(request.path_qs, error.status, conditional, at))
-            raise
-        self.hits.append(Hit(request.path_qs, response.status, conditional, at))
-        return response
+        return [hit for hit in hits if hit.path not in ("/robots.txt", "/sitemap.xml")]
 
     async def _robots(self, _: web.Request) -> web.Response:
         return web.Response(text=self.robots)

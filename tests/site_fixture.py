@@ -101,6 +101,28 @@ class Hit:
     at: float = 0.0  # time.monotonic() when the request came in
 
 
+Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
+
+
+def hit_recorder(hits: list[Hit], *, with_query: bool = False) -> Middleware:
+    """A middleware that notes every request in ``hits``: its path (with the query string if
+    ``with_query``), its status, whether it was conditional, and when it came."""
+
+    @web.middleware
+    async def record(request: web.Request, handler: Handler) -> web.StreamResponse:
+        path = request.path_qs if with_query else request.path
+        conditional, at = "If-None-Match" in request.headers, time.monotonic()
+        try:
+            response = await handler(request)
+        except web.HTTPException as error:
+            hits.append(Hit(path, error.status, conditional, at))
+            raise
+        hits.append(Hit(path, response.status, conditional, at))
+        return response
+
+    return record
+
+
 @dataclass
 class FakeSite:
     """The site; tests change ``articles`` or ``failing`` between rescrapes."""
@@ -134,7 +156,7 @@ class FakeSite:
         app.router.add_get("/articles/moved", self._moved)
         app.router.add_get("/slow", self._slow)
         app.router.add_get("/{path:.*}", self._page)
-        app.middlewares.append(self._record)
+        app.middlewares.append(hit_recorder(self.hits))
         return app
 
     @property
@@ -145,17 +167,6 @@ class FakeSite:
     def downloads(self) -> set[str]:
         """Paths of articles sent in full (200), as opposed to 304 Not Modified."""
         return {hit.path for hit in self.hits if hit.status == 200 and "/articles/" in hit.path}
-
-    @web.middleware
-    async def _record(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        conditional, at = "If-None-Match" in request.headers, time.monotonic()
-        try:
-            response = await handler(request)
-        except web.HTTPException as error:
-            self.hits.append(Hit(request.path, error.status, conditional, at))
-            raise
-        self.hits.append(Hit(request.path, response.status, conditional, at))
-        return response
 
     async def _robots(self, _: web.Request) -> web.Response:
         return web.Response(text=self.robots)

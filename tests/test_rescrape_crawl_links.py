@@ -121,7 +121,7 @@ async def test_a_sitemap_is_read_first_and_its_pages_links_are_followed(
     result = await scrape(settings)
 
     assert result.articles == 8
-    paths = [hit.path_qs for hit in linked.hits]
+    paths = [hit.path for hit in linked.hits]
     assert paths.index("/sitemap.xml") < paths.index("/")
     assert {"/hidden", "/hidden/umbrellas"} <= set(knowledge(settings.kb_path))
 
@@ -202,7 +202,7 @@ async def test_robots_txt_is_asked_for_every_page_and_its_crawl_delay_kept(
 
     assert "/private/plans" not in linked.page_hits()
     assert by_slug(result.failures)["plans"].reason == "disallowed by robots.txt"
-    assert [hit.path_qs for hit in linked.hits].count("/robots.txt") == 1
+    assert [hit.path for hit in linked.hits].count("/robots.txt") == 1
     starts = [hit.at for hit in linked.page_requests()]
     gaps = [later - earlier for earlier, later in itertools.pairwise(starts)]
     assert len(starts) == 6 and min(gaps) > 0.15  # 0.2 s apart, level after level
@@ -288,7 +288,7 @@ async def test_a_knowledge_base_without_stored_links_is_crawled_in_full_once(
     again = await scrape(settings)
 
     assert again.articles == 6
-    asked = {hit.path_qs: (hit.conditional, hit.status) for hit in linked.page_requests()}
+    asked = {hit.path: (hit.conditional, hit.status) for hit in linked.page_requests()}
     assert asked == {path: (False, 200) for path in BFS_ORDER[:5]} | {"/fares": (True, 304)}
     # /fares is at the depth cap: its links are not wanted, so it may be left unchanged
     assert (again.fetched, again.unchanged) == (5, 1)
