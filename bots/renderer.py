@@ -25,6 +25,11 @@ log = logging.getLogger(__name__)
 
 FINAL_EDIT_ATTEMPTS = 3
 FINAL_EDIT_RETRY_S = 1.0
+# After a stop is asked, the edit that would say "stopping…" waits this long for the engine's
+# confirmation (it comes within milliseconds): then one edit says "stopped", with the Stop
+# button gone, instead of "stopping…" and, an edit slot or two later (a platform's rate
+# limit), "stopped". A confirmation slower than this shows "stopping…" first.
+STOP_CONFIRM_WAIT_S = 0.5
 
 
 class Status(StrEnum):
@@ -194,6 +199,7 @@ class Renderer:
         self._text_known = True
         self._dirty = True
         self._last_edit_at = float("-inf")
+        self._held_until = float("-inf")  # no edit before then (STOP_CONFIRM_WAIT_S)
 
     async def run(self, session: Session) -> Status:
         """Show the placeholder, follow the events to a final state, and make the final edit."""
@@ -234,7 +240,7 @@ class Renderer:
             else:
                 self.apply(item)
                 last_event_at = self.clock()
-            if self._dirty and self.clock() - self._last_edit_at >= self.edit_interval_s:
+            if self._dirty and self.clock() >= self._next_edit_at():
                 await self._publish()
         if self.status is not Status.DETACHED:
             await self._publish_final()
@@ -262,7 +268,11 @@ class Renderer:
     def _wait_s(self, idle_left: float) -> float:
         if not self._dirty:
             return idle_left
-        return min(idle_left, self._last_edit_at + self.edit_interval_s - self.clock())
+        return min(idle_left, self._next_edit_at() - self.clock())
+
+    def _next_edit_at(self) -> float:
+        """The edit slot (one per ``edit_interval_s``), unless a stop's confirmation is awaited."""
+        return max(self._last_edit_at + self.edit_interval_s, self._held_until)
 
     def apply(self, item: SessionItem) -> None:  # noqa: C901 - one branch per event type
         """Fold one event into the state (text and status)."""
@@ -274,6 +284,7 @@ class Renderer:
                     self.status = Status.STOPPED  # it will never start: say so at once
                 elif self.status is Status.GENERATING:
                     self.status = Status.STOPPING
+                    self._held_until = self.clock() + STOP_CONFIRM_WAIT_S
             case Started(attempt=attempt):
                 if attempt > 1:  # the text so far is dropped: the new answer comes whole
                     self.text, self._text_known, self.restarted = "", True, True

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
@@ -183,7 +184,9 @@ async def test_no_reply_within_the_timeout_shows_timed_out() -> None:
     assert sink.messages[0].footer == "⏱️ timed out: no reply from the engine"
 
 
-async def test_stopping_then_stopped_keeps_the_partial_text() -> None:
+async def test_a_stop_the_engine_confirms_at_once_shows_stopped_in_one_edit() -> None:
+    """The engine's confirmation comes before the edit slot: no "stopping…" edit, one edit
+    that says "stopped" (a platform's rate limit would delay the second by a slot or two)."""
     sink = RecordingSink()
     session = new_session()
     renderer = Renderer(sink, max_chars=100, edit_interval_s=0)
@@ -191,19 +194,52 @@ async def test_stopping_then_stopped_keeps_the_partial_text() -> None:
     session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=1, text="Once upon"))
     session.items.put_nowait(StopRequested("u"))
     session.items.put_nowait(Cancelled(session_id=SESSION_ID, seq=2, text="Once upon", tokens=1))
+    footers = _noting_footers(sink)
+
+    status = await renderer.run(session)
+
+    assert status is Status.STOPPED
+    assert "🛑 stopping…" not in footers
+    assert footers[-1] == "🛑 stopped"
+    assert sink.text() == "Once upon"
+
+
+async def test_a_slow_confirmation_shows_stopping_then_stopped_keeping_the_text() -> None:
+    sink = RecordingSink()
+    session = new_session()
+    renderer = Renderer(sink, max_chars=100, edit_interval_s=0)
+    session.items.put_nowait(Started(session_id=SESSION_ID, seq=0, waited_s=0))
+    session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=1, text="Once upon"))
+    session.items.put_nowait(StopRequested("u"))
+    stopping_shown = asyncio.Event()
+    footers = _noting_footers(sink, lambda footer: footer == "🛑 stopping…", stopping_shown)
+    following = asyncio.create_task(renderer.run(session))
+    await asyncio.wait_for(stopping_shown.wait(), 10)  # once STOP_CONFIRM_WAIT_S has passed
+    assert not following.done() and footers[-1] == "🛑 stopping…"
+    session.items.put_nowait(Cancelled(session_id=SESSION_ID, seq=2, text="Once upon", tokens=1))
+
+    assert await following is Status.STOPPED
+    assert sink.text() == "Once upon"
+    assert sink.messages[-1].footer == "🛑 stopped"
+
+
+def _noting_footers(
+    sink: RecordingSink,
+    awaited: Callable[[str], bool] = lambda _: False,
+    seen: asyncio.Event | None = None,
+) -> list[str]:
+    """The footer of every edit ``sink`` makes, in order; ``seen`` is set at an ``awaited`` one."""
     footers: list[str] = []
     original_edit = sink.edit
 
     async def edit_and_note(handle: int, content: MessageContent) -> None:
         footers.append(content.footer)
         await original_edit(handle, content)
+        if seen is not None and awaited(content.footer):
+            seen.set()
 
     sink.edit = edit_and_note  # type: ignore[method-assign]
-    status = await renderer.run(session)
-    assert status is Status.STOPPED
-    assert "🛑 stopping…" in footers
-    assert sink.text() == "Once upon"
-    assert sink.messages[-1].footer == "🛑 stopped"
+    return footers
 
 
 async def test_expiry_is_visible() -> None:
