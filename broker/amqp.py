@@ -159,16 +159,16 @@ class Broker:
         await self._publish(self._confirm, exchange, messages.feedback_message(feedback), "")
 
     async def publish(
-        self, message: Request | Cancel, exchange: str, routing_key: str, ttl_s: float
+        self, message: Request | Cancel, exchange: str, key: str, ttl_s: float, attempt: int = 1
     ) -> None:
         """Publish a bot-to-engine message, persistent and confirmed, to the exchange named
         ``exchange`` (the request or the cancel exchange); ``send_request`` and ``send_cancel``
-        say where the protocol puts each."""
+        say where the protocol puts each, ``broker.requeue`` a request's later ``attempt``."""
         await self._publish(
             self._confirm,
             self._core.confirmed_exchanges[exchange],
-            messages.bot_message(message, ttl_s),
-            routing_key,
+            messages.bot_message(message, ttl_s, attempt=attempt),
+            key,
         )
 
     async def send_event(self, event: ReplyEvent, reply_to: str) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from broker import messages
 from broker.amqp import Broker
 from broker.protocol import REQUEST_ROUTING_KEY, Request
 
@@ -20,17 +19,8 @@ MIN_TTL_S = 0.001  # a copy past its deadline expires at once (its asker is told
 
 async def publish_again(broker: Broker, copies: Sequence[tuple[Request, int]]) -> None:
     """Publish each ``(request, attempt)`` to the request exchange, in order, confirmed.
-
-    On a channel of its own, opened for the occasion: this happens after a crash or at
-    start, never per answer. Raises when the broker refuses one (the queue is full)."""
-    if not copies:
-        return
-    channel = await broker.connection.channel(publisher_confirms=True)
-    try:
-        exchange = await channel.get_exchange(broker.names.request_exchange, ensure=False)
-        for request, attempt in copies:
-            ttl_s = max(request.deadline - time.time(), MIN_TTL_S)
-            message = messages.bot_message(request, ttl_s, attempt=attempt)
-            await exchange.publish(message, routing_key=REQUEST_ROUTING_KEY)
-    finally:
-        await channel.close()
+    Raises when the broker refuses one (the queue is full)."""
+    for request, attempt in copies:
+        ttl_s = max(request.deadline - time.time(), MIN_TTL_S)
+        exchange = broker.names.request_exchange
+        await broker.publish(request, exchange, REQUEST_ROUTING_KEY, ttl_s, attempt=attempt)

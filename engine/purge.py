@@ -64,12 +64,13 @@ async def purge_stale(broker: Broker, tell_stale: Tell, set_aside: SetAside) -> 
     while (envelope := await broker.take_waiting_request()) is not None:
         taken.append(envelope)
     now = time.time()
-    copies = [(found, e.attempt) for e in taken if (found := kept(e, now)) is not None]
+    decided = [(envelope, kept(envelope, now)) for envelope in taken]
+    copies = [(request, envelope.attempt) for envelope, request in decided if request]
     await publish_again(broker, copies)
     stale = aside = 0
-    for envelope in taken:
+    for envelope, copied in decided:
         request = envelope.message
-        if not isinstance(request, Request) or kept(envelope, now) is not None:
+        if not isinstance(request, Request) or copied is not None:
             await envelope.ack()  # kept (its copy is queued); a cancel found here is dropped
             continue
         with session_context(request.session_id):
