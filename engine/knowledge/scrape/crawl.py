@@ -22,7 +22,7 @@ from engine.knowledge.scrape.extract import NoArticleText, extract_article
 from engine.knowledge.scrape.fetch import Response, SiteFetcher
 from engine.knowledge.scrape.frontier import Frontier, Visit
 from engine.knowledge.scrape.hosts import NOT_ALLOWED
-from engine.knowledge.scrape.links import read_hints
+from engine.knowledge.scrape.links import hints_of, parse_page
 from engine.knowledge.scrape.progress import ProgressReporter
 from engine.knowledge.scrape.stopping import StopCheck, run_until_stopped
 
@@ -117,13 +117,13 @@ class Crawl:
         url = visit.url
         if response.url != url:
             self._frontier.seen(response.url)  # a link to where it redirected is not read again
-        body, robots_tag = response.body, response.robots_tag
-        hints = await asyncio.to_thread(read_hints, body, response.url, robots_tag)
+        root = await asyncio.to_thread(parse_page, response.body, response.url)
+        hints = await asyncio.to_thread(hints_of, root, response.url, response.robots_tag)
         if hints.noindex:
             self._not_read(url, NOINDEX, "skipped")
             return hints.links
         try:
-            page = await asyncio.to_thread(extract_article, response.body, url)
+            page = await asyncio.to_thread(extract_article, response.body, url, root)
         except NoArticleText as error:
             self._fail(visit, str(error), keep_old=False)
             return hints.links

@@ -7,6 +7,7 @@ its headings); any other by trafilatura, a general article extractor, as one sec
 from __future__ import annotations
 
 import trafilatura
+from lxml.etree import _Element
 from trafilatura.settings import Document
 
 from config.errors import ConciergeError
@@ -21,10 +22,11 @@ class NoArticleText(ConciergeError):
     ends one page (its reason goes in the rescrape's report) and never the command."""
 
 
-def extract_article(html: bytes, url: str) -> Page:
-    """The page's title and sections. CPU-bound: call it from a worker thread."""
+def extract_article(html: bytes, url: str, root: _Element | None = None) -> Page:
+    """The page's title and sections (``root``: the page already parsed, see
+    ``page_sections``). CPU-bound: call it from a worker thread."""
     try:
-        page = page_sections(html) or _general_extraction(html, url)
+        page = page_sections(html, root) or _general_extraction(html, url)
     except NoArticleText:
         raise
     except Exception as error:  # a parser bug on one odd page must not end the crawl

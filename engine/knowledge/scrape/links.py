@@ -36,12 +36,26 @@ class PageHints:
 def read_hints(html: bytes, url: str, robots_header: str | None = None) -> PageHints:
     """The page's hints; ``url`` is where it was found (after redirects). CPU-bound: call it
     from a worker thread."""
-    directives = robots_directives(robots_header or "")
+    return hints_of(parse_page(html, url), url, robots_header)
+
+
+def parse_page(html: bytes, url: str) -> _Element | None:
+    """The page's tree, its links made absolute (``url``: where it was found); None when it
+    cannot be parsed. The crawl reads its hints and then its text from this one tree."""
     try:
         root = lxml_html.document_fromstring(html, base_url=url)
     except (ParserError, ValueError):
-        return PageHints(noindex="noindex" in directives)
+        return None
     root.make_links_absolute(url, resolve_base_href=True, handle_failures="discard")
+    return root
+
+
+def hints_of(root: _Element | None, url: str, robots_header: str | None = None) -> PageHints:
+    """The hints of a page parsed by ``parse_page`` from ``url``, before its text is read
+    (which drops the navigation, and its links with it)."""
+    directives = robots_directives(robots_header or "")
+    if root is None:
+        return PageHints(noindex="noindex" in directives)
     for meta in root.iter("meta"):
         if (meta.get("name") or "").strip().lower() in ROBOTS_NAMES:
             directives |= robots_directives(meta.get("content") or "")

@@ -75,13 +75,15 @@ class Page:
         )
 
 
-def page_sections(html: bytes) -> Page | None:
+def page_sections(html: bytes, root: _Element | None = None) -> Page | None:
     """The page's title and the sections of its main content; None when it has no
-    recognisable main container (or too little text in it)."""
-    try:
-        root = lxml_html.document_fromstring(html)
-    except (ParserError, ValueError):
-        return None
+    recognisable main container (or too little text in it). ``root``: the page already
+    parsed (the crawl's), changed here: its chrome is dropped."""
+    if root is None:
+        try:
+            root = lxml_html.document_fromstring(html)
+        except (ParserError, ValueError):
+            return None
     main = _main_container(root)
     if main is None:
         return None
