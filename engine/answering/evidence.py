@@ -8,6 +8,11 @@ optional needs (its particles and framing words). When the question asks for a n
 much", "いくら"), only sentences holding one are considered, if there are any. The sentence
 next to the best one in its paragraph is added when it meets needs the first does not, or is
 about the same thing (its context, not a fact from elsewhere), and the quote stays short.
+A sentence that announces what follows ("The following example rounds pi to three places:")
+takes the line after it, the example being the answer. Documentation describes a function in
+an entry under its signature ("shutil.rmtree(path, ...)" then "Delete an entire directory
+tree"), so a quote from an entry starts with the entry's signature, or its name when the
+signature is long: the sentence alone does not say what it describes.
 """
 
 from __future__ import annotations
@@ -19,10 +24,12 @@ from dataclasses import dataclass
 
 from config.text_helpers import SENTENCE_RE, shorten
 from engine.answering.needs import Need, met, question_needs
-from engine.knowledge.models import Passage
+from engine.knowledge.models import PATH_SEPARATOR, Passage
 
 TITLE_SHARE = 0.25  # a need the title holds tells the article's sentences apart less
 MAX_QUOTE_CHARS = 280  # two short sentences: more is reading the article, not checking a claim
+EXAMPLE_LINES = 3  # an example announced by a colon: its first lines, as many as fit
+MAX_SIGNATURE_CHARS = 160  # an entry's signature before its quote; a longer one gives its name
 ASKS_FOR_NUMBER_RE = re.compile(  # not "when": "the first Sunday of the month" is an answer
     r"\bhow (?:much|many|long|late|early|old)\b|\bwhat time\b|いくら|何[時日分円歳回]", re.I
 )
@@ -98,8 +105,10 @@ def find_evidence(
     )
     chosen = [first, *_neighbour(first, candidates, score, max_chars)]
     chosen.sort(key=lambda s: s.index)
+    chosen += _announced(chosen[-1], sentences, max_chars - len(_join(chosen)))
     passage = passages[first.rank]
-    return Evidence(passage.title, passage.url, shorten(_join(chosen), max_chars))
+    quote = shorten(_join(chosen), max_chars)
+    return Evidence(passage.title, passage.url, _with_entry_name(passage, quote))
 
 
 def opening(passage: Passage, max_chars: int = MAX_QUOTE_CHARS) -> Evidence:
@@ -146,6 +155,42 @@ def _neighbour(
     ]
     best = max(neighbours, key=gain, default=None)
     return [best] if best is not None and any(gain(best)) else []
+
+
+def _announced(last: _Sentence, sentences: Sequence[_Sentence], room: int) -> list[_Sentence]:
+    """The lines after a sentence ending in a colon (the example or list it announces), up
+    to ``EXAMPLE_LINES`` of them, as many as fit in ``room``."""
+    if not last.text.endswith((":", "\uff1a")):  # and the full-width colon
+        return []
+    following = sorted(
+        (s for s in sentences if s.rank == last.rank and s.index > last.index),
+        key=lambda s: s.index,
+    )
+    taken: list[_Sentence] = []
+    for sentence in following[:EXAMPLE_LINES]:
+        room -= len(sentence.text) + 1
+        if room < 0:
+            break
+        taken.append(sentence)
+    return taken
+
+
+def _with_entry_name(passage: Passage, quote: str) -> str:
+    """``quote`` after the signature (or the name) of the API entry or glossary term that
+    ``passage`` belongs to; as it is for a passage of an ordinary section."""
+    name = passage.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()
+    bare = name.removesuffix("()")
+    looks_like_code = any(mark in name for mark in "._(") or (passage.anchor or "").startswith(
+        "term-"
+    )
+    if not (bare and looks_like_code and bare.lower() in (passage.anchor or "").lower()):
+        return quote
+    signature = passage.text.split("\n", 1)[0].strip()
+    if signature.startswith(bare) and len(signature) <= MAX_SIGNATURE_CHARS:
+        name = signature
+    if quote.startswith(name) or quote.startswith(bare):
+        return quote
+    return f"{name} — {quote}"
 
 
 def _join(sentences: Sequence[_Sentence]) -> str:

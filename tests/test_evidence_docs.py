@@ -1,0 +1,52 @@
+"""The quote on real documentation (eval/realdocs): an API entry's sentence names what it
+describes, and a sentence announcing an example brings the example."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.answering.evidence import find_evidence
+from engine.knowledge.models import Passage
+from engine.knowledge.scrape.sections import page_sections
+
+SITE = Path(__file__).resolve().parent.parent / "eval" / "realdocs" / "site"
+
+
+def section_passage(path: str, heading_ends: str) -> Passage:
+    """The section of a real page whose heading path ends with ``heading_ends``."""
+    page = page_sections((SITE / path).read_bytes())
+    assert page is not None
+    section = next(s for s in page.sections if s.heading.endswith(heading_ends))
+    url = f"http://docs.example/{path}"
+    return Passage(page.title, url, section.text, heading=section.heading, anchor=section.anchor)
+
+
+def test_a_quote_from_an_api_entry_starts_with_its_signature() -> None:
+    entry = section_passage("library/shutil.html", "shutil.rmtree()")
+
+    evidence = find_evidence("Which shutil function deletes an entire directory tree?", [entry])
+
+    assert evidence is not None
+    assert evidence.quote.startswith("shutil.rmtree(path, ignore_errors=False")
+    assert "Delete an entire directory tree" in evidence.quote
+
+
+def test_a_quote_from_an_ordinary_section_is_its_sentence_alone() -> None:
+    section = section_passage("howto/regex.html", "Greedy versus Non-Greedy")
+
+    evidence = find_evidence("What are the non-greedy quantifiers of regular expressions?",
+                             [section])  # fmt: skip
+
+    assert evidence is not None
+    assert evidence.quote.startswith("In this case, the solution is to use the non-greedy")
+
+
+def test_a_sentence_announcing_an_example_brings_the_example() -> None:
+    section = section_passage("tutorial/inputoutput.html", "Formatted String Literals")
+    question = "In an f-string, how do I print pi rounded to three places after the decimal point?"
+
+    evidence = find_evidence(question, [section])
+
+    assert evidence is not None
+    assert evidence.quote.startswith("The following example rounds pi to three places")
+    assert "{math.pi:.3f}" in evidence.quote
