@@ -11,7 +11,7 @@ from typing import Literal
 
 from cachetools import LRUCache
 
-from broker.protocol import Expired, ReplyEvent, Request
+from broker.protocol import Expired, ReplyEvent, Request, Started
 from config.errors import ConciergeError
 from config.texts import Locale, t
 
@@ -63,6 +63,19 @@ class Session:
     # The acknowledgement of its terminal event, held until the session is forgotten (shown):
     # a process that dies before then leaves the event in its queue for the next one.
     held_ack: Callable[[], Awaitable[None]] | None = None
+    # The place of the last event handed on, (attempt, seq): after a broker outage the engine
+    # may publish an event again that already came (its confirmation was lost): dropped here.
+    last_seen: tuple[int, int] = (0, -1)
+
+    def is_new(self, event: ReplyEvent) -> bool:
+        """Whether ``event`` comes after every event handed on: an answer begun again
+        (``started`` with a higher ``attempt``) counts ``seq`` from 0 again."""
+        attempt = event.attempt if isinstance(event, Started) else self.last_seen[0] or 1
+        place = (attempt, event.seq)
+        if place <= self.last_seen:
+            return False
+        self.last_seen = place
+        return True
 
     @classmethod
     def for_request(cls, request: Request, timeout_s: float) -> Session:
@@ -135,7 +148,8 @@ class SessionRegistry:
         session = self._sessions.get(event.session_id)
         if session is None:
             return False
-        session.items.put_nowait(event)
+        if session.is_new(event):  # one that came already is dropped (and acknowledged)
+            session.items.put_nowait(event)
         return True
 
     def count_for_user(self, user_id: str) -> int:

@@ -2,14 +2,14 @@
 
 Only the broker's AMQP modules talk aio-pika: this one, ``topology`` (what is declared),
 ``nodes`` (connections to one address of several), ``messages`` (AMQP properties, decoders,
-the ``Envelope``), ``taps`` (read-only copies, the web console observer's) and ``peek`` (counts
-without declaring); ``errors`` names what they raise.
+the ``Envelope``), ``stream`` (reply events, each confirmed or said lost), ``taps`` (read-only
+copies, the console's) and ``peek`` (counts, declaring nothing); ``errors`` names what they raise.
 
 Channels by role:
 - ``confirm``: requests, cancels, votes and dead letters; persistent and publisher-confirmed.
-- ``stream``: reply events; no confirms, so the engine never waits for the broker per token.
+- ``stream``: reply events, confirmed (``stream``: the engine keeps them through an outage).
 - ``requests``: consumes the request queue with ``prefetch_count=1`` (one job at a time).
-- ``control``: consumes cancels, expired requests and replies, never behind a request.
+- ``control``: consumes cancels, expired requests and replies; publishes status copies.
 - ``feedback``: consumes votes, a few at a time (each waits for a disk write).
 - one per tap: read-only copies of an exchange's traffic (``Broker.tap``, the web console).
 
@@ -53,6 +53,7 @@ from broker.protocol import (
     ReplyEvent,
     Request,
 )
+from broker.stream import EventStream
 from broker.taps import TAP_MAX_LENGTH, Tap, TapHandler, open_tap
 from config.settings import Settings
 
@@ -77,8 +78,8 @@ class Broker:
         self._control: AbstractRobustChannel | None = None
         self._requests_channel: AbstractRobustChannel | None = None
         self._declared: topology.Core | None = None
-        self._reply_exchange: AbstractExchange | None = None  # on the channel without confirms
-        self._status_exchange: AbstractExchange | None = None  # likewise
+        self._events: EventStream | None = None  # the reply exchange, on the stream channel
+        self._status_exchange: AbstractExchange | None = None  # on the control channel
         self._request_consumer: tuple[AbstractQueue, str] | None = None
         self._reply_consumer: tuple[AbstractQueue, str] | None = None
         self._feedback_consumer: tuple[AbstractQueue, str] | None = None
@@ -99,16 +100,16 @@ class Broker:
     async def _declare(self) -> None:
         """The channels, and the topology on the one with confirms."""
         self._confirm = await self._channel(publisher_confirms=True)
-        self._stream = await self._channel(publisher_confirms=False)
+        self._stream = await self._channel(publisher_confirms=True)
         self._control = await self._channel(publisher_confirms=False)
         await self._control.set_qos(prefetch_count=100)
         self._declared = await topology.declare_core(
             self._confirm, self.names, self.settings.queue_type
         )
-        # Reply events and their copies go out on the channel without confirms.
-        get_exchange = partial(self._stream.get_exchange, ensure=False)
-        self._reply_exchange = await get_exchange(self.names.reply_exchange)
-        self._status_exchange = await get_exchange(self.names.status_exchange)
+        replies = await self._stream.get_exchange(self.names.reply_exchange, ensure=False)
+        self._events = EventStream(self._stream, replies)
+        get_status = partial(self._control.get_exchange, ensure=False)
+        self._status_exchange = await get_status(self.names.status_exchange)
 
     async def close(self) -> None:
         if self._connection is not None:
@@ -125,6 +126,11 @@ class Broker:
     def connection(self) -> AbstractRobustConnection:
         assert self._connection is not None, "call connect() first"
         return self._connection
+
+    @property
+    def events(self) -> EventStream:  # for a sender that keeps them through an outage
+        assert self._events is not None, "call connect() first"
+        return self._events
 
     @property
     def _type(self) -> topology.QueueType:
@@ -172,19 +178,15 @@ class Broker:
         )
 
     async def send_event(self, event: ReplyEvent, reply_to: str) -> None:
-        """Publish a reply event to the asking bot's queue, without waiting for a confirm."""
+        """Publish a reply event, confirmed, waiting out a reconnect (answers: ``events``)."""
         message = messages.event_message(event, persistent=event.type in TERMINAL_TYPES)
-        # Waits for the channel if a reconnect is restoring it (the request channel may be
-        # back first and hand over a redelivery whose answer must not be lost).
-        assert self._reply_exchange is not None
-        await self._publish(self._stream, self._reply_exchange, message, reply_to)
+        await self._publish(self._stream, self.events.exchange, message, reply_to)
 
     async def send_status(self, event: ReplyEvent) -> None:
         """Publish a copy of a reply event for watchers (``P.status``, fanout), without a
         confirm and never persistent: with no watcher bound, RabbitMQ drops it at once."""
         message = messages.event_message(event, persistent=False)
-        assert self._status_exchange is not None
-        # No waiting out a reconnect, as ``_publish`` does: a copy is not worth the delay.
+        assert self._status_exchange is not None  # no waiting out a reconnect: not worth it
         await self._status_exchange.publish(message, routing_key="", mandatory=False)
 
     async def _bury(self, incoming: AbstractIncomingMessage, reason: str) -> None:
@@ -221,8 +223,7 @@ class Broker:
 
     async def request_queue_counts(self) -> QueueCounts:
         """Requests waiting and engines taking them, both from one declare."""
-        assert self._confirm is not None
-        # after a reconnect, wait (briefly) until the channel is restored
+        assert self._confirm is not None  # after a reconnect, wait until it is restored
         await asyncio.wait_for(self._confirm.ready(), CONNECT_TIMEOUT_S)
         declared = await self._core.request_queue.declare()  # fresh counts, not cached ones
         return QueueCounts(declared.message_count or 0, declared.consumer_count or 0)
@@ -264,8 +265,7 @@ class Broker:
     ) -> Tap:
         """Copies of what ``exchange`` routes with ``routing_keys`` (more with ``Tap.bind``),
         on a channel of their own; ``broker.taps.open_tap`` says how they are kept."""
-        channel = await self._channel(publisher_confirms=False)
-        wait_s = CONNECT_TIMEOUT_S
+        channel, wait_s = await self._channel(publisher_confirms=False), CONNECT_TIMEOUT_S
         return await open_tap(
             channel, exchange, queue_name, handler, routing_keys, max_length, wait_s
         )

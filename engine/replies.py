@@ -1,4 +1,13 @@
-"""Publishing one session's reply events in order, and relaying tokens from the thread."""
+"""Publishing one session's reply events in order, and relaying tokens from the thread.
+
+An answer in flight outlives a broker outage (the node the engine is connected to stops, or
+every connection is closed): generation goes on, and the events the broker could not take are
+held (``engine.outbox``: in order, bounded, tokens merged) and published once the connection is
+back, so the asker gets each token once and one terminal event, late but in ``seq`` order. An
+event whose confirmation was lost with the connection may have reached the asker, or not: it is
+sent again, unchanged (nothing merges into it), and an asker drops an event whose ``seq`` it has
+had already (docs/protocol.md; ``bots.session.Session.is_new``).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +20,7 @@ from typing import TypedDict
 
 from broker.amqp import Broker
 from broker.protocol import (
+    TERMINAL_TYPES,
     Cancelled,
     Expired,
     Failed,
@@ -18,14 +28,22 @@ from broker.protocol import (
     ReplyEvent,
     Request,
     Started,
+    TerminalEvent,
     TokenEvent,
 )
+from broker.stream import BrokerAway
 from config.texts import Locale, t
+from engine.outbox import Outbox
 from engine.status_feed import StatusCopies
 
 log = logging.getLogger(__name__)
 
 TOKEN_BATCH_S = 0.05  # after the first token, one event per this long (``TokenRelay``)
+# How long held events wait for the broker to come back, from the first one held: a robust
+# connection is back on another node in a few seconds (a leader election included), and a
+# restarted broker in about ten. Past it they are dropped, and the terminal event goes out
+# again when the broker redelivers the request (``engine.worker``).
+OUTAGE_WAIT_S = 30.0
 
 # Why a job ended early, in English (``Replies.locale`` says which language its asker reads);
 # ``STOPPED_BY_USER`` is no text: it becomes a Cancelled event.
@@ -71,6 +89,12 @@ class Replies:
         self.context = request.context  # echoed in every event, for a bot that restarted
         self._seq = 0
         self._send_failed = False
+        self.outbox = Outbox()
+        self.held = 0  # events that waited in the outbox for the broker
+        self.end: TerminalEvent | None = None  # the terminal event, once made
+        self.end_delivered = False  # ... and confirmed by the broker
+        self._publishing = asyncio.Lock()  # one event at a time, in order
+        self._flusher: asyncio.Task[None] | None = None  # publishes what is held, once back
 
     def header(self) -> EventHeader:
         """The header of the next event; send that event before asking for another."""
@@ -87,11 +111,15 @@ class Replies:
         await self.send(Started(**self.header(), waited_s=waited_s, attempt=attempt))
 
     async def tokens(self, text: str, count: int) -> None:
-        """``count`` model tokens in ``text``; 0 for text the engine adds (the sources)."""
-        await self.send(TokenEvent(**self.header(), text=text, tokens=count))
+        """``count`` model tokens in ``text``; 0 for text the engine adds (the sources). While
+        the broker is away, added to the token event held last (no new ``seq``)."""
+        if self.outbox.merge_tokens(text, count) is None:
+            await self.send(TokenEvent(**self.header(), text=text, tokens=count))
 
     async def progress(self, text: str, counts: dict[str, int]) -> None:
-        await self.send(Progress(**self.header(), text=text, counts=counts))
+        """While the broker is away, put in the place of the progress held last."""
+        if self.outbox.replace_progress(text, counts) is None:
+            await self.send(Progress(**self.header(), text=text, counts=counts))
 
     async def cancelled(self, text: str = "") -> None:
         """Stopped before the model ran (or a job without model tokens)."""
@@ -104,17 +132,66 @@ class Replies:
         await self.send(Expired(**self.header(), reason=reason))
 
     async def send(self, event: ReplyEvent) -> None:
-        """Publish ``event``, made with this stream's ``header()``; a lost asker is logged once."""
+        """Publish ``event``, made with this stream's ``header()``, after any held ones; held
+        if the broker is away. A terminal event waits for what is held to go out (at most
+        ``OUTAGE_WAIT_S``): the job ends, and its request is acknowledged, after it."""
         if self.on_event is not None:
             self.on_event(event)
+        if terminal := isinstance(event, TerminalEvent):
+            self.end = event
+        async with self._publishing:
+            if self._flusher is not None and not self._flusher.done():
+                self._hold(event)  # after what is held: in order
+            elif not await self._publish(event):
+                self._hold(event)
+        if terminal and self._flusher is not None:
+            await asyncio.wait({self._flusher})
+
+    async def _publish(self, event: ReplyEvent) -> bool:
+        """Publish ``event``; False if the broker is away and certainly does not have it."""
         try:
-            await self.broker.send_event(event, self.reply_to)
-        except Exception as error:  # the asker may be gone; the engine must go on
+            await self.broker.events.publish(event, self.reply_to)
+        except BrokerAway as away:
+            if away.maybe_sent:  # sent again as it is: an asker drops a seq it has had
+                self.outbox.seal(event)
+            return False
+        except Exception as error:  # refused; the asker may be gone: the engine must go on
             level = logging.DEBUG if self._send_failed else logging.WARNING
             log.log(level, "reply not sent: %s", error)
             self._send_failed = True
+            return True
+        self.end_delivered = self.end_delivered or event.type in TERMINAL_TYPES
         if self.status is not None:
             await self.status.copy(event)
+        return True
+
+    def _hold(self, event: ReplyEvent) -> None:
+        """Keep ``event`` for when the broker is back, and see that someone waits for it."""
+        self.held += 1
+        if not self.outbox.hold(event) and self.outbox.dropped == 1:
+            log.warning("reply events dropped: %d held already", self.outbox.max_events)
+        if self._flusher is None or self._flusher.done():
+            log.warning("the broker is away: reply events held until it is back")
+            self._flusher = asyncio.create_task(self._flush())
+
+    async def _flush(self) -> None:
+        """Publish the held events in order once the broker is back; each may meet another
+        outage. Gives up (drops them, logged) ``OUTAGE_WAIT_S`` after it began."""
+        loop = asyncio.get_running_loop()
+        give_up_at, sent = loop.time() + OUTAGE_WAIT_S, 0
+        while (event := self.outbox.take()) is not None:
+            wait_s = max(0.0, give_up_at - loop.time())
+            if await self.broker.events.back(wait_s) and await self._publish(event):
+                sent += 1
+            elif loop.time() >= give_up_at:
+                lost = 1 + len(self.outbox.clear())
+                log.warning("%d reply event(s) not sent: the broker is still away", lost)
+                return
+            elif self.broker.events.channel.is_closed:
+                self.outbox.put_back(event)  # the connection went again: wait for it
+            else:  # refused with the channel open: trying again would not help
+                log.warning("reply event %d not sent", event.seq)
+        log.info("%d held reply event(s) sent once the broker was back", sent)
 
 
 class TokenRelay:

@@ -9,7 +9,7 @@ what came during each ``every_s`` in one event, and what is left before the answ
 The merged event keeps the header of the last batch in it (its ``seq``), and its ``tokens``
 are the sum, so counting them still gives the answer's tokens.
 
-Published without confirms on the reply channel to a fanout exchange: with no watcher bound,
+Published without confirms on the control channel to a fanout exchange: with no watcher bound,
 RabbitMQ drops them at once, so an engine nobody watches pays a function call per batch.
 """
 

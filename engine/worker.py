@@ -9,6 +9,9 @@ What the engine writes to an asker itself comes in the asker's locale (``Replies
 A request whose engine died answering it comes back redelivered: it is queued again with its
 attempt counted and answered anew (``Worker._take_back``), unless it has already stopped the
 engine ``MAX_ATTEMPTS`` times (``engine.purge``): then it is set aside, its asker told.
+An answer outlives the loss of its broker connection: it goes on, its events wait for the
+connection to come back (``engine.replies``), and its request, redelivered after the reconnect,
+is not answered twice (``Worker._take_back``).
 """
 
 from __future__ import annotations
@@ -40,8 +43,8 @@ from engine.status_feed import StatusCopies
 
 log = logging.getLogger(__name__)
 
-# The terminal events of the last answers run here: after a reconnect the broker redelivers
-# the one that was in flight, whose terminal event may have been lost with the connection.
+# The reply streams of the last answers run here: after a reconnect the broker redelivers the
+# one that was in flight, whose terminal event may have been lost with the connection.
 ANSWERED_REMEMBERED = 100
 
 
@@ -84,10 +87,12 @@ class Worker:
         self.metrics.watch_jobs(lambda: self.answering, lambda: self.rescrapes.running)
         self._idle = asyncio.Event()
         self._idle.set()
-        # Sessions this engine ran to their end, with their terminal event: one redelivered
-        # after a reconnect (its first delivery's ack was lost with the old channel) is not
-        # answered twice; its terminal event, which carries the whole text, is sent again.
-        self._answered: LRUCache[str, TerminalEvent | None] = LRUCache(ANSWERED_REMEMBERED)
+        # Sessions this engine ran to their end, with their reply stream (its terminal event,
+        # and whether the broker confirmed it): one redelivered after a reconnect (its first
+        # delivery's ack was lost with the old channel) is not answered twice; its terminal
+        # event, which carries the whole text, is sent again unless it was confirmed.
+        self._answered: LRUCache[str, Replies | None] = LRUCache(ANSWERED_REMEMBERED)
+        self._taking: set[asyncio.Future[None]] = set()  # requests being handled (shielded)
         # prefetch_count=1 already serialises deliveries, but after a reconnect the broker
         # redelivers while the old job may still run: the model must never serve two at once.
         self._one_job_at_a_time = asyncio.Lock()
@@ -103,15 +108,16 @@ class Worker:
             self.metrics.record(event)
             self.feedback.answer_ended(request, event)
             if isinstance(event, TerminalEvent):
-                self._answered[request.session_id] = event
+                self._answered[request.session_id] = replies
 
-        return Replies(
+        replies = Replies(
             self.broker,
             request,
             on_event,
             default_locale=self.settings.locale,
             status=StatusCopies(self.broker.send_status),
         )
+        return replies
 
     async def purge_stale(self) -> Purged:
         """Empty the request queue but for what is still worth answering, telling each stale
@@ -183,7 +189,14 @@ class Worker:
             self._take_cancel(envelope.message)  # the FIFO trap: honoured only when reached
             await envelope.ack()
             return
-        request = envelope.message
+        # A reconnect closes the delivery's channel, which cancels this consumer task: the
+        # answer goes on regardless (its events wait for the broker, ``engine.replies``).
+        taking = asyncio.ensure_future(self._take(envelope, envelope.message))
+        self._taking.add(taking)
+        taking.add_done_callback(self._taking.discard)
+        await asyncio.shield(taking)
+
+    async def _take(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
         with session_context(request.session_id):
             async with self._one_job_at_a_time:
                 if envelope.attempt > MAX_ATTEMPTS:
@@ -202,8 +215,12 @@ class Worker:
         up by it again (docs/reliability.md). If the broker refuses the copy, it is answered
         now, uncounted."""
         if request.session_id in self._answered:  # this engine ran it: a reconnect, no death
-            if (end := self._answered[request.session_id]) is not None:
-                await self._send_end_again(request, end)
+            replies = self._answered[request.session_id]
+            if replies is not None and replies.end is not None:
+                if replies.end_delivered:  # confirmed: the asker has it, or will
+                    log.info("redelivered after a reconnect, its end already delivered: acked")
+                else:
+                    await self._send_end_again(request, replies.end)
                 await envelope.ack()
             else:  # the reconnect cut the answer short: begun anew, an attempt of its own
                 log.info("redelivered after a reconnect cut its answer short: answered again")

@@ -4,7 +4,7 @@
 It has names, ports and a data folder of its own (not the script's defaults, which a person may
 be using), so it never meets another cluster or the RabbitMQ at 5672. Where RabbitMQ is not
 installed the tests that use it are skipped, saying so. A test that stops a node starts it
-again before it ends (``Cluster.node_stopped``).
+again before it ends (``Cluster.node_stopped``, ``Cluster.node_going``).
 """
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ import asyncio
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +65,27 @@ class Cluster:
             yield
         finally:
             await self.script("start", str(node))
+
+    @asynccontextmanager
+    async def node_going(self, node: int, *, kill: bool = False) -> AsyncIterator[None]:
+        """Node ``node`` stopped (``rabbitmqctl stop``, about 3 s) in the background while the
+        block runs, or ``kill``ed (SIGKILL to its whole process group, at once); running
+        again after the block, whatever happens."""
+        going = asyncio.ensure_future(self._kill(node) if kill else self.script("stop", str(node)))
+        try:
+            yield
+            await going
+        finally:
+            with suppress(Exception):
+                await going
+            await self.script("start", str(node))
+
+    async def _kill(self, node: int) -> str:
+        """SIGKILL to the node's process group (the script starts each node as a group of its
+        own and notes its leader); the script then forgets it, as after a stop."""
+        pid_file = Path(self.env["CONCIERGE_CLUSTER_DIR"]) / f"node-{node}" / "script.pid"
+        os.killpg(int(pid_file.read_text().strip()), signal.SIGKILL)
+        return await self.script("stop", str(node))
 
 
 def _free(port: int) -> bool:

@@ -66,9 +66,10 @@ def test_bots_and_engine_never_import_each_other() -> None:
 
 
 # The broker's AMQP modules: the connection (to one of several nodes), what is declared,
-# messages in and out, taps, peeks.
+# messages in and out, reply events kept through an outage, taps, peeks.
 BROKER_AMQP_MODULES = {
     "broker/amqp.py",
+    "broker/stream.py",
     "broker/nodes.py",
     "broker/topology.py",
     "broker/messages.py",

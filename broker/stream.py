@@ -1,0 +1,62 @@
+"""Publishing reply events one at a time, saying whether a failed one may have gone out.
+
+The engine's ``Replies`` keeps an answer's events through a broker outage (``engine.outbox``)
+and needs to know, for each failed publish, whether the broker may have it: an event refused
+because the channel was already closed certainly did not go out, and is published again once
+the connection is back; one whose confirmation was lost with the connection may have reached
+the asker's queue (RabbitMQ's own warning: "a lost confirmation does not mean the broker
+rejected the message"). The stream channel has publisher confirms for that: the confirmation
+comes back within a few milliseconds, and only the event loop's pump waits for it, never the
+generation thread (``engine.replies.TokenRelay``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aio_pika.abc import AbstractExchange, AbstractRobustChannel
+from aio_pika.exceptions import DeliveryError
+from aiormq.exceptions import AMQPError
+
+from broker import messages
+from broker.protocol import TERMINAL_TYPES, ReplyEvent
+
+
+class BrokerAway(ConnectionError):
+    """A reply event not confirmed: the connection or its channel is gone (being restored).
+
+    ``maybe_sent``: it was written before the connection went, so the asker may have it."""
+
+    def __init__(self, reason: str, *, maybe_sent: bool) -> None:
+        super().__init__(reason)
+        self.maybe_sent = maybe_sent
+
+
+class EventStream:
+    """The reply exchange on the stream channel (confirmed), and when that channel is back."""
+
+    def __init__(self, channel: AbstractRobustChannel, exchange: AbstractExchange) -> None:
+        self.channel = channel
+        self.exchange = exchange
+
+    async def publish(self, event: ReplyEvent, reply_to: str) -> None:
+        """Publish and wait for the confirmation; ``BrokerAway`` when the connection is gone
+        or goes meanwhile. A nack raises ``DeliveryError`` (the broker refused it: not retried)."""
+        if self.channel.is_closed:  # a reconnect is under way: nothing is written
+            raise BrokerAway("the connection to RabbitMQ is being restored", maybe_sent=False)
+        message = messages.event_message(event, persistent=event.type in TERMINAL_TYPES)
+        try:
+            await self.exchange.publish(message, routing_key=reply_to, mandatory=False)
+        except DeliveryError:
+            raise
+        except (AMQPError, ConnectionError, RuntimeError) as error:  # written, or not: unknown
+            raise BrokerAway(str(error) or type(error).__name__, maybe_sent=True) from error
+
+    async def back(self, timeout_s: float) -> bool:
+        """Wait until the stream channel is open again (restored after a reconnect), at most
+        ``timeout_s``; whether it is."""
+        try:
+            await asyncio.wait_for(self.channel.ready(), timeout_s)
+        except TimeoutError:
+            return False
+        return not self.channel.is_closed
