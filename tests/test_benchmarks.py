@@ -144,6 +144,7 @@ async def test_bench_stream(bench_backend: BenchBackend) -> None:
         assert pair[IN_PROCESS]["tokens"] == pair[PIPELINE]["tokens"] > 1
         assert pair["ratio"] > 0
         assert pair[PIPELINE]["token_latency_s"]["min"] >= 0  # a token arrives after it is made
+    assert doc["invalid_runs"] == {} and [pair["missed"] for pair in doc["runs"]] == [None] * 2
     summary = doc["summary"]
     assert summary["same_text"] == 2  # temperature 0, cold cache: the same answer both ways
     assert summary["token_latency_s"]["n"] == sum(p[PIPELINE]["tokens"] for p in doc["runs"])
@@ -158,6 +159,7 @@ async def test_bench_queue(backend: Backend, monkeypatch: pytest.MonkeyPatch) ->
     doc = await run_queue(settings, BenchBackend(backend, cold=False), config, _quiet)
     _check_envelope(doc, "queue")
     requests = doc["requests"]
+    assert requests["depth"] == 5 and doc["invalid_runs"] == {}  # all five queued at once
     assert requests["lost"] == 0 and requests["in_order"]
     assert requests["answered_or_expired"] == 5 == requests["sessions_without_gaps"]
     assert requests["waited_s"]["n"] == 5 and requests["waited_s"]["min"] >= 0

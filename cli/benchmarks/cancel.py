@@ -37,6 +37,7 @@ from cli.benchmarks.rig import (
     running_rig,
     summarize,
 )
+from cli.benchmarks.validity import invalid_runs
 from config.settings import Settings
 
 FIFO = "fifo"  # mode A: the cancel is published into the request queue
@@ -283,11 +284,6 @@ def missed_precondition(
     if waiting < depth:
         return f"only {waiting} of {depth} requests were still queued at the cancel"
     return None
-
-
-def invalid_runs(runs: list[dict[str, Any]]) -> dict[str, int]:
-    """The reasons runs missed their precondition, each with how many did."""
-    return _count(run["missed"] for run in runs if run["missed"] is not None)
 
 
 async def send_into_the_request_queue(broker: Broker, cancel: Cancel) -> None:

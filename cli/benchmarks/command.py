@@ -1,4 +1,4 @@
-"""``concierge bench {cancel,stream,queue,conversation,queue-types}``: options, running one
+"""``concierge bench {cancel,stream,queue,conversation,queue-types,all}``: options, running one
 benchmark, showing it.
 
 Kept light to import (argparse only at the top): ``cli.main`` builds its parser from here.
@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from cli.benchmarks.suite import add_all_parser
 
 if TYPE_CHECKING:
     from cli.benchmarks.cancel import CancelConfig
@@ -116,6 +118,7 @@ def add_bench_parser(subcommands: Any) -> argparse.ArgumentParser:
         help="reaches the broker's node (rabbitmqctl, or 'scripts/cluster.sh ctl 1')",
     )
     types.add_argument("--json", action="store_true", help="print one JSON document instead")
+    add_all_parser(kinds, _positive)
     return bench
 
 
@@ -260,8 +263,13 @@ async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
     from rich.console import Console
 
     from cli.benchmarks import report
+    from cli.benchmarks.validity import refusal
     from config.settings import ConfigError
 
+    if args.benchmark == "all":  # the four, one after another: cli/benchmarks/suite.py
+        from cli.benchmarks.suite import all_command
+
+        return await all_command(args, settings)
     if args.benchmark == "queue-types":  # the broker alone: no model to load
         return await _queue_types(args, settings)
     if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
@@ -287,16 +295,6 @@ async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.plot is not None:
         report.plot(doc, args.plot)
     return 0
-
-
-def refusal(doc: dict[str, Any]) -> str:
-    """Why a benchmark prints no figure: its runs that missed their precondition."""
-    missed = doc["invalid_runs"]
-    reasons = "; ".join(f"{reason} ({count} runs)" for reason, count in missed.items())
-    return (
-        f"no figures: {sum(missed.values())} of {len(doc['runs'])} runs missed their "
-        f"precondition: {reasons}"
-    )
 
 
 async def _queue_types(args: argparse.Namespace, settings: Settings) -> int:

@@ -38,6 +38,7 @@ from cli.benchmarks.rig import (
     summarize,
 )
 from cli.benchmarks.town import ANSWERS, ARTICLES, CONVERSATION, OTHER_QUESTIONS
+from cli.benchmarks.validity import invalid_runs
 from config.settings import ConfigError, Settings
 from engine.answering.pipeline import AnswerPlanner
 from engine.backends.llama import LlamaBackend
@@ -48,6 +49,9 @@ CACHED = "cached"
 UNCACHED = "uncached"
 TARGET_RATIO = 1.5  # with the cache, the last turn's time to first token over the first's
 VISITOR = "bench-visitor"
+# From two history turns before the last exchange on, a turn's saved state holds more than the
+# system prompt every question shares, so the cache must serve it (turn 3 onwards).
+SAVED_FROM_HISTORY = 4
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,8 @@ async def run_conversation(
                 turns.append({"repeat": repeat, **turn})
                 progress(_describe(turns[-1]))
     doc["turns"] = turns
-    doc["summary"] = summarize_turns(turns)
+    doc["invalid_runs"] = invalid_runs(turns)
+    doc["summary"] = None if doc["invalid_runs"] else summarize_turns(turns)
     doc["duration_s"] = time.time() - started
     return doc
 
@@ -124,6 +129,7 @@ class Conversation:
         ]
         assert self.llama.state_cache is not None
         turn["cache"] = cache_figures(self.llama.state_cache)
+        turn["missed"] = missed_precondition(turn)
         return turn
 
 
@@ -147,27 +153,57 @@ async def ask_others(rig: Rig, questions: Iterator[str], count: int) -> None:
 async def measure_turn(
     rig: Rig, llama: LlamaBackend, question: str, history: list[HistoryTurn], *, cached: bool
 ) -> dict[str, Any]:
-    """One turn asked as a bot asks it; the cache is switched while the engine is idle."""
-    cache = llama.state_cache
-    llama.llm.set_cache(cache if cached else None)
+    """One turn asked as a bot asks it; the cache is switched while the engine is idle, and
+    the saved states llama.cpp loads for it are noted (a precondition of the measure)."""
+    cache, llm = llama.state_cache, llama.llm
+    loaded: list[int] = []
+    load_state = llm.load_state
+
+    def noting(state: Any) -> None:
+        loaded.append(int(state.n_tokens))
+        load_state(state)
+
+    llm.set_cache(cache if cached else None)
+    llm.load_state = noting  # type: ignore[method-assign]
     try:
         asked_at = time.monotonic()
         ask = Ask(question, VISITOR, history=tuple(history))
         trace = Trace(await rig.client.ask(ask), rig.client)
         end = await trace.end()
     finally:
-        llama.llm.set_cache(cache)
-    if not isinstance(end, Done) or end.tokens == 0:
-        raise BenchError(f"{question!r} did not reach the model ({end.type})")
+        llm.load_state = load_state  # type: ignore[method-assign]
+        llm.set_cache(cache)
+    done = end if isinstance(end, Done) else None
     arrivals = trace.token_arrivals()
     return {
-        "ttft_s": end.ttft_s,
+        "ttft_s": done.ttft_s if done is not None else None,
         "client_ttft_s": arrivals[0][0] - asked_at if arrivals else None,
-        "tokens": end.tokens,
+        "tokens": done.tokens if done is not None else 0,
+        "answered": done is not None and done.tokens > 0,
         **prompt_tokens(rig, llama, trace),
-        "history_used": end.history_used,
-        "history_dropped": end.history_dropped,
+        "history_used": done.history_used if done is not None else None,
+        "history_dropped": done.history_dropped if done is not None else None,
+        "state_loaded_tokens": max(loaded, default=None),
     }
+
+
+def missed_precondition(turn: dict[str, Any]) -> str | None:
+    """Why a turn measures nothing, or None. Both ways must be answered, from the same prompt,
+    with the whole conversation; with the cache, a turn whose saved state holds more than the
+    system prompt (from the third on) must load it; without, none may be loaded."""
+    cached, uncached = turn[CACHED], turn[UNCACHED]
+    if not (cached["answered"] and uncached["answered"]):
+        return "the model did not answer the turn both ways"
+    same = ("prompt_tokens", "history_used")
+    if any(cached[key] != uncached[key] for key in same):
+        return "the turn's two prompts differ"
+    if cached["history_dropped"] or uncached["history_dropped"]:
+        return "the conversation was cut (history dropped)"
+    if cached["history_used"] >= SAVED_FROM_HISTORY and cached["state_loaded_tokens"] is None:
+        return "with the cache, no saved state was loaded"
+    if uncached["state_loaded_tokens"] is not None:
+        return "without the cache, a saved state was loaded"
+    return None
 
 
 def prompt_tokens(rig: Rig, llama: LlamaBackend, trace: Trace) -> dict[str, int]:
@@ -203,6 +239,8 @@ def cache_figures(cache: StateCache) -> dict[str, Any]:
 
 def _describe(turn: dict[str, Any]) -> str:
     cached, uncached = turn[CACHED], turn[UNCACHED]
+    if turn["missed"] is not None:
+        return f"run {turn['repeat'] + 1}, turn {turn['turn']}: invalid: {turn['missed']}"
     return (
         f"run {turn['repeat'] + 1}, turn {turn['turn']}: {cached['prompt_tokens']} prompt "
         f"tokens, {cached['history_used']} history turns; first token with the cache "

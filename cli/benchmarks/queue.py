@@ -1,16 +1,20 @@
 """``concierge bench queue``: a burst of requests, each from its own asker, served in order.
 
 N requests are published at once (round robin over a few bot clients, each with its own reply
-queue; every request has its own user and session). Each must end answered or expired, in the
-order it was queued, none lost. Then many cancels arrive, published and added directly, and
-``cancelled_sessions`` must stay within its bound. Memory is this process's RSS: the engine's,
-since it runs here, plus the benchmark's clients.
+queue; every request has its own user and session), the engine held at the first until the
+last is confirmed, so the queue really holds all N (counted on the broker before letting go).
+Each must end answered or expired, in the order it was queued, none lost. Then many cancels
+arrive, published and added directly, and ``cancelled_sessions`` must stay within its bound.
+Memory is this process's RSS: the engine's, since it runs here, plus the benchmark's clients.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -26,11 +30,14 @@ from cli.benchmarks.rig import (
     running_rig,
     summarize,
 )
+from cli.benchmarks.validity import count_reasons
 from config.settings import Settings
+from engine.backends.base import ChatMessage, GenerationLimits, Pieces, ShouldStop
 
 PUBLISH_BATCH = 500
 CANCELS_SEEN_TIMEOUT_S = 300.0
 LOST_MARGIN_S = 120.0  # silence past the TTL plus this means a request was lost
+HOLD_TIMEOUT_S = 120.0  # the engine must take the first request within this
 
 
 @dataclass(frozen=True)
@@ -43,13 +50,46 @@ class QueueConfig:
     cancels_added: int = 100_000  # straight into the worker's cancelled_sessions
 
 
+class HeldBackend(BenchBackend):
+    """The benchmark's backend, able to hold the engine at the start of an answer: while the
+    burst is published, the engine takes the first request and waits, so none is answered
+    before the last is queued."""
+
+    def __init__(self, backend: BenchBackend) -> None:
+        super().__init__(
+            backend.inner, filler_max_tokens=backend.filler_max_tokens, cold=backend.cold
+        )
+        self.open = threading.Event()
+        self.open.set()
+        self.holding = threading.Event()  # an answer waits at the gate
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        self.open.clear()
+        try:
+            yield
+        finally:
+            self.open.set()  # never leave the engine's thread waiting
+
+    def stream(
+        self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
+    ) -> Pieces:
+        while not self.open.is_set():
+            self.holding.set()
+            if self.open.wait(0.05) or should_stop():
+                break
+        self.holding.clear()
+        yield from super().stream(messages, should_stop, limits)
+        return None
+
+
 async def run_queue(
     settings: Settings, backend: BenchBackend, config: QueueConfig, progress: Progress
 ) -> dict[str, Any]:
     started = time.time()
     doc = document("queue", settings, asdict(config), started)
     overrides = {"max_tokens": config.max_tokens, "request_ttl_s": config.ttl_s}
-    async with running_rig(settings, backend, **overrides) as rig:
+    async with running_rig(settings, HeldBackend(backend), **overrides) as rig:
         doc["broker_prefix"] = rig.settings.prefix  # deleted at the end
         assert rig.worker is not None
         if config.cancels_published > rig.worker.cancelled.max_size:
@@ -62,25 +102,35 @@ async def run_queue(
         doc["cancelled_sessions"] = await flood_cancels(rig, config, progress)
         memory["rss_after_cancels_bytes"] = rss_bytes()
     doc["memory"] = memory
+    doc["invalid_runs"] = count_reasons([doc["requests"]["missed"]])
     doc["duration_s"] = time.time() - started
     return doc
 
 
 async def burst(rig: Rig, config: QueueConfig, progress: Progress) -> dict[str, Any]:
-    """Publish every request at once, then follow each to its end."""
+    """Publish every request with the engine held at the first, count the queue on the broker,
+    let the engine go, then follow each request to its end."""
+    assert isinstance(rig.backend, HeldBackend)
     began = time.monotonic()
     traces: list[Trace] = []
-    for index in range(config.requests):
-        client = rig.clients[index % len(rig.clients)]
-        question = f"Question {index}: what is {index} plus one?"
-        timeout_s = config.ttl_s + LOST_MARGIN_S
-        traces.append(
-            await rig.ask(question, f"bench-asker-{index}", client=client, timeout_s=timeout_s)
-        )
-    published_s = time.monotonic() - began
-    progress(f"{config.requests} requests published in {published_s:.2f} s; waiting for answers")
+    with rig.backend.held():
+        for index in range(config.requests):
+            client = rig.clients[index % len(rig.clients)]
+            question = f"Question {index}: what is {index} plus one?"
+            timeout_s = config.ttl_s + LOST_MARGIN_S
+            traces.append(
+                await rig.ask(question, f"bench-asker-{index}", client=client, timeout_s=timeout_s)
+            )
+        published_s = time.monotonic() - began
+        depth = await queued_depth(rig, rig.backend)
+    progress(
+        f"{config.requests} requests published in {published_s:.2f} s, {depth} queued; "
+        "waiting for answers"
+    )
     ends = await asyncio.gather(*(trace.task for trace in traces))
     result = check_burst(traces, ends)
+    result["depth"] = depth
+    result["missed"] = missed_precondition(config.requests, depth)
     result["publish_s"] = published_s
     result["total_s"] = time.monotonic() - began
     progress(
@@ -88,6 +138,24 @@ async def burst(rig: Rig, config: QueueConfig, progress: Progress) -> dict[str, 
         f"lost: {result['lost']}"
     )
     return result
+
+
+async def queued_depth(rig: Rig, backend: HeldBackend) -> int:
+    """The requests in the queue, the broker's count, plus the one the engine holds."""
+    deadline = time.monotonic() + HOLD_TIMEOUT_S
+    while not backend.holding.is_set():
+        if time.monotonic() > deadline:
+            raise BenchError("the engine did not take the first request in time")
+        await asyncio.sleep(0.01)
+    return await rig.client.broker.request_queue_depth() + 1
+
+
+def missed_precondition(requests: int, depth: int) -> str | None:
+    """Why the burst measures nothing, or None: the queue must have held every request at
+    once, or the order and waits measured are of a shorter queue than asked."""
+    if depth < requests:
+        return "the queue held fewer requests than asked when the engine was let go"
+    return None
 
 
 def check_burst(traces: list[Trace], ends: list[ReplyEvent | None]) -> dict[str, Any]:

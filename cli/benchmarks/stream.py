@@ -25,6 +25,7 @@ from cli.benchmarks.rig import (
     running_rig,
     summarize,
 )
+from cli.benchmarks.validity import invalid_runs
 from config.settings import Settings
 from engine.answering.prompt import chat_messages
 from engine.backends.base import GenerationLimits
@@ -68,7 +69,8 @@ async def run_stream(
         doc["client_cpu_s_per_token"] = await asyncio.to_thread(
             measure_client_cpu, backend.inner, PROMPTS[0], config.max_tokens, config.repeat
         )
-    doc["summary"] = summarize_pairs(pairs)
+    doc["invalid_runs"] = invalid_runs(pairs)
+    doc["summary"] = None if doc["invalid_runs"] else summarize_pairs(pairs)
     for pair in pairs:  # each token's latency went into the summary; keep a digest per pair
         pair[PIPELINE]["token_latency_s"] = summarize(pair[PIPELINE]["token_latency_s"])
     doc["runs"] = pairs
@@ -78,6 +80,8 @@ async def run_stream(
 
 def _describe(pair: dict[str, Any], direct: str) -> str:
     local, piped = pair[IN_PROCESS], pair[PIPELINE]
+    if pair["missed"] is not None:
+        return f"pair {pair['pair']}: invalid: {pair['missed']}"
     return (
         f"pair {pair['pair']}: {direct} {local['tokens_per_s']:.1f} tok/s, "
         f"pipeline {piped['tokens_per_s']:.1f} tok/s, ratio {pair['ratio']:.3f}"
@@ -105,7 +109,19 @@ async def measure_pair(rig: Rig, question: str, *, first: int) -> dict[str, Any]
         "same_text": local.pop("text") == piped.pop("text"),
         IN_PROCESS: local,
         PIPELINE: piped,
+        "missed": missed_precondition(local, piped),
     }
+
+
+def missed_precondition(local: dict[str, Any], piped: dict[str, Any]) -> str | None:
+    """Why a pair compares nothing, or None: both sides must write the same number of tokens
+    (a longer answer decodes over a longer context, so its rate is not the other's), and at
+    least two each (a rate runs from the first token to the last)."""
+    if local["tokens"] != piped["tokens"]:
+        return "the two sides produced different numbers of tokens"
+    if local["tokens_per_s"] is None or piped["tokens_per_s"] is None:
+        return "fewer than two tokens on a side: no rate"
+    return None
 
 
 def _rate(times: list[float]) -> float | None:
