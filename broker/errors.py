@@ -27,6 +27,17 @@ class BrokerUnavailable(ConciergeError, ConnectionError):
     exit_code = EXIT_UNAVAILABLE
 
 
+class BrokerAway(ConciergeError, ConnectionError):
+    """A reply event not confirmed: the connection or its channel is gone (being restored).
+    Internal: the engine holds the event and sends it when the connection is back.
+
+    ``maybe_sent``: it was written before the connection went, so the asker may have it."""
+
+    def __init__(self, reason: str, *, maybe_sent: bool) -> None:
+        super().__init__(reason)
+        self.maybe_sent = maybe_sent
+
+
 class QueueTypeMismatch(ConciergeError):
     """A queue exists on the broker with another type than ``CONCIERGE_QUEUE_TYPE`` says: a
     queue's type cannot change in place, so the setting (or the broker) is what to change."""

@@ -19,17 +19,8 @@ from aio_pika.exceptions import DeliveryError
 from aiormq.exceptions import AMQPError
 
 from broker import messages
+from broker.errors import BrokerAway
 from broker.protocol import TERMINAL_TYPES, ReplyEvent
-
-
-class BrokerAway(ConnectionError):
-    """A reply event not confirmed: the connection or its channel is gone (being restored).
-
-    ``maybe_sent``: it was written before the connection went, so the asker may have it."""
-
-    def __init__(self, reason: str, *, maybe_sent: bool) -> None:
-        super().__init__(reason)
-        self.maybe_sent = maybe_sent
 
 
 class EventStream:

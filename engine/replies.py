@@ -19,6 +19,7 @@ from contextlib import suppress
 from typing import TypedDict
 
 from broker.amqp import Broker
+from broker.errors import BrokerAway
 from broker.protocol import (
     TERMINAL_TYPES,
     Cancelled,
@@ -31,7 +32,6 @@ from broker.protocol import (
     TerminalEvent,
     TokenEvent,
 )
-from broker.stream import BrokerAway
 from config.texts import Locale, t
 from engine.outbox import Outbox
 from engine.status_feed import StatusCopies
