@@ -171,7 +171,7 @@ async def test_bench_all_exits_1_naming_the_benchmark_that_missed_its_preconditi
 
         return {name: (lambda name=name: give(name)) for name in suite.ORDER}
 
-    monkeypatch.setattr("cli.benchmarks.command.load_bench_backend", no_model)
+    monkeypatch.setattr("cli.benchmarks.running.load_bench_backend", no_model)
     monkeypatch.setattr(suite, "runners", canned)
     parser = argparse.ArgumentParser()
     add_bench_parser(parser.add_subparsers(dest="command"))

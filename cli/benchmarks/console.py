@@ -65,7 +65,7 @@ async def run_overhead(
     page: str = OTHER_PROCESS,
     console: str = CHILD,
 ) -> dict[str, Any]:
-    from cli.benchmarks.command import load_bench_backend
+    from cli.benchmarks.running import load_bench_backend
 
     started = time.time()
     backend = await load_bench_backend(settings, cold=True, filler_tokens=8)

@@ -189,18 +189,18 @@ async def all_command(args: argparse.Namespace, settings: Settings) -> int:
     """Run the four; print the Markdown (or ``--json``), save ``--out``; exit 1 naming any
     benchmark that gave no figure."""
     from cli.benchmarks import report
-    from cli.benchmarks.command import (
-        _progress_printer,
-        _quiet,
+    from cli.benchmarks.running import (
         load_bench_backend,
+        progress_printer,
+        quiet,
         save_results,
         with_options,
     )
 
     settings = with_options(args, settings)
-    progress = _progress_printer()
+    progress = progress_printer()
     started, load_before = time.time(), load_average()
-    with _quiet(args.verbose):
+    with quiet(args.verbose):
         shared = await load_bench_backend(settings, cold=True, filler_tokens=FILLER_TOKENS)
         docs = await run_each(runners(settings, shared, progress), progress)
     doc = suite_document(settings, started, machine_info(load_before, load_average()), docs)

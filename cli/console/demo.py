@@ -46,7 +46,7 @@ BackendFactory = Callable[[Settings, DemoConfig], Awaitable[BenchBackend]]
 
 async def load_backend(settings: Settings, config: DemoConfig) -> BenchBackend:
     """The configured model (or model server), loaded once per pane."""
-    from cli.benchmarks.command import load_bench_backend
+    from cli.benchmarks.running import load_bench_backend
 
     return await load_bench_backend(settings, cold=True, filler_tokens=config.filler_tokens)
 
