@@ -11,7 +11,7 @@ from typing import Literal
 
 from cachetools import LRUCache
 
-from broker.protocol import Expired, ReplyEvent, Request, Started
+from broker.protocol import TERMINAL_TYPES, Expired, ReplyEvent, Request, Started
 from config.errors import ConciergeError
 from config.texts import Locale, t
 
@@ -69,7 +69,11 @@ class Session:
 
     def is_new(self, event: ReplyEvent) -> bool:
         """Whether ``event`` comes after every event handed on: an answer begun again
-        (``started`` with a higher ``attempt``) counts ``seq`` from 0 again."""
+        (``started`` with a higher ``attempt``) counts ``seq`` from 0 again. A terminal event
+        always is: the engine sends one with ``seq`` 0 for a request it sets aside or refuses
+        after an earlier attempt, and a second terminal event is ignored by the renderer."""
+        if event.type in TERMINAL_TYPES:
+            return True
         attempt = event.attempt if isinstance(event, Started) else self.last_seen[0] or 1
         place = (attempt, event.seq)
         if place <= self.last_seen:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Iterable
+from contextlib import suppress
 from functools import partial
 from typing import TypeVar
 
@@ -38,7 +39,7 @@ from aio_pika.abc import (
     AbstractRobustConnection,
 )
 from aio_pika.exceptions import DeliveryError
-from aiormq.exceptions import AMQPConnectionError, ChannelInvalidStateError
+from aiormq.exceptions import AMQPConnectionError, AMQPError, ChannelInvalidStateError
 
 from broker import messages, nodes, topology
 from broker.errors import QueueFull, ReplyQueueTaken
@@ -350,7 +351,8 @@ class Broker:
 
 
 async def _stop(consumer: tuple[AbstractQueue, str] | None) -> None:
-    """Cancel a consumer: its queue keeps what it did not deliver."""
+    """Cancel a consumer: its queue keeps what it did not deliver. Bounded: in an outage the
+    cancel would wait for the connection, and the broker drops the consumer with it anyway."""
     if consumer is not None:
-        queue, tag = consumer
-        await queue.cancel(tag)
+        with suppress(TimeoutError, AMQPError, ConnectionError, RuntimeError):
+            await asyncio.wait_for(consumer[0].cancel(consumer[1]), CONNECT_TIMEOUT_S)

@@ -22,6 +22,10 @@ from broker import messages
 from broker.errors import BrokerAway
 from broker.protocol import TERMINAL_TYPES, ReplyEvent
 
+# A confirmation comes back within milliseconds; one that takes this long is from a connection
+# that has stopped answering (heartbeats take about 90 s to say so): held and sent again.
+CONFIRM_TIMEOUT_S = 5.0
+
 
 class EventStream:
     """The reply exchange on the stream channel (confirmed), and when that channel is back."""
@@ -37,11 +41,22 @@ class EventStream:
             raise BrokerAway("the connection to RabbitMQ is being restored", maybe_sent=False)
         message = messages.event_message(event, persistent=event.type in TERMINAL_TYPES)
         try:
-            await self.exchange.publish(message, routing_key=reply_to, mandatory=False)
+            await self.exchange.publish(
+                message, routing_key=reply_to, mandatory=False, timeout=CONFIRM_TIMEOUT_S
+            )
         except DeliveryError:
             raise
-        except (AMQPError, ConnectionError, RuntimeError) as error:  # written, or not: unknown
+        except (AMQPError, ConnectionError, RuntimeError, TimeoutError) as error:  # unknown
             raise BrokerAway(str(error) or type(error).__name__, maybe_sent=True) from error
+        except asyncio.CancelledError:
+            # aiormq fails the pending confirmations with a CancelledError when it gives up on
+            # a connection that stopped answering (missed heartbeats): that is an outage, not
+            # this task being cancelled, which goes on up.
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            stopped = "the connection to RabbitMQ stopped answering"
+            raise BrokerAway(stopped, maybe_sent=True) from None
 
     async def back(self, timeout_s: float) -> bool:
         """Wait until the stream channel is open again (restored after a reconnect), at most

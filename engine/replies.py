@@ -187,10 +187,8 @@ class Replies:
                 lost = 1 + len(self.outbox.clear())
                 log.warning("%d reply event(s) not sent: the broker is still away", lost)
                 return
-            elif self.broker.events.channel.is_closed:
-                self.outbox.put_back(event)  # the connection went again: wait for it
-            else:  # refused with the channel open: trying again would not help
-                log.warning("reply event %d not sent", event.seq)
+            else:  # the connection went again, or stopped answering: wait for it
+                self.outbox.put_back(event)
         log.info("%d held reply event(s) sent once the broker was back", sent)
 
 

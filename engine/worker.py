@@ -161,6 +161,8 @@ class Worker:
         except TimeoutError:
             self.answers.abandon()
             await self._idle.wait()
+        if self._taking:  # a redelivery being handled (shielded): its end, or its give-up
+            await asyncio.wait(self._taking, timeout=grace_s)
         await self.rescrapes.wait()
         await self.feedback.close()
 
@@ -193,8 +195,15 @@ class Worker:
         # answer goes on regardless (its events wait for the broker, ``engine.replies``).
         taking = asyncio.ensure_future(self._take(envelope, envelope.message))
         self._taking.add(taking)
-        taking.add_done_callback(self._taking.discard)
+        taking.add_done_callback(self._taken)
         await asyncio.shield(taking)
+
+    def _taken(self, taking: asyncio.Future[None]) -> None:
+        """A request handled: an error nobody awaits any more (its consumer was cancelled
+        by a reconnect) is logged, not lost."""
+        self._taking.discard(taking)
+        if not taking.cancelled() and (error := taking.exception()) is not None:
+            log.error("a request's handling failed: %s", error, exc_info=error)
 
     async def _take(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
         with session_context(request.session_id):
@@ -221,7 +230,7 @@ class Worker:
                     log.info("redelivered after a reconnect, its end already delivered: acked")
                 else:
                     await self._send_end_again(request, replies.end)
-                await envelope.ack()
+                await _settle(envelope)
             else:  # the reconnect cut the answer short: begun anew, an attempt of its own
                 log.info("redelivered after a reconnect cut its answer short: answered again")
                 await self._handle(envelope, request)
@@ -232,7 +241,7 @@ class Worker:
             log.warning("not published again (%s): answered now", error)
             await self._handle(envelope, request)
             return
-        await envelope.ack()
+        await _settle(envelope)
         log.info("its engine stopped mid-answer: queued again (attempt %d)", envelope.attempt)
 
     async def _send_end_again(self, request: Request, end: TerminalEvent) -> None:

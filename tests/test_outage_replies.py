@@ -27,6 +27,7 @@ from broker.messages import Envelope
 from broker.protocol import (
     TERMINAL_TYPES,
     Done,
+    Failed,
     ReplyEvent,
     Started,
     TokenEvent,
@@ -209,5 +210,7 @@ def test_a_session_drops_an_event_it_has_had_and_counts_again_from_a_new_attempt
         assert sessions.deliver(event)  # taken (and acknowledged), shown or not
     again = Started(session_id="s" * 8, seq=0, waited_s=0.0, attempt=2)
     assert sessions.deliver(again) and sessions.deliver(token(1, "A"))
+    set_aside = Failed(session_id="s" * 8, seq=0, reason="set aside")  # after attempt 2
+    assert sessions.deliver(set_aside)
     shown = [session.items.get_nowait() for _ in range(session.items.qsize())]
-    assert shown == [first, token(1, "The"), token(2, " cat"), again, token(1, "A")]
+    assert shown == [first, token(1, "The"), token(2, " cat"), again, token(1, "A"), set_aside]
