@@ -32,16 +32,16 @@ def _args(*argv: str) -> argparse.Namespace:
 
 @pytest.mark.broker  # the bench rig connects on a prefix of its own
 @pytest.mark.model  # and loads the model itself
-async def test_a_stream_pair_whose_sides_wrote_different_lengths_gives_no_figure(
+async def test_a_stream_pair_with_a_side_of_one_token_gives_no_figure(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     measure = stream.measure_in_process
 
-    async def one_token_short(rig: Any, question: str) -> dict[str, Any]:
+    async def one_token(rig: Any, question: str) -> dict[str, Any]:
         result = await measure(rig, question)
-        return {**result, "tokens": result["tokens"] - 1}
+        return {**result, "tokens": 1, "times": result["times"][:1]}
 
-    monkeypatch.setattr(stream, "measure_in_process", one_token_short)
+    monkeypatch.setattr(stream, "measure_in_process", one_token)
     args = _args("stream", "--repeat", "1", "--prompts", "1", "--max-tokens", "4", "--json")
 
     assert await bench_command(args, load_settings()) == 1
@@ -49,9 +49,19 @@ async def test_a_stream_pair_whose_sides_wrote_different_lengths_gives_no_figure
     printed, err = capsys.readouterr()
     doc = json.loads(printed)
     assert doc["summary"] is None
-    assert doc["invalid_runs"] == {"the two sides produced different numbers of tokens": 1}
+    assert doc["invalid_runs"] == {"fewer than two tokens on both sides: no rate": 1}
     assert "no figures: 1 of 1 runs missed their precondition" in err
-    assert "invalid: the two sides produced different numbers of tokens" in err
+
+
+def test_a_pair_that_parts_ways_is_compared_on_the_tokens_both_wrote() -> None:
+    local = {"tokens": 5, "tokens_per_s": 4.0, "times": [0.0, 1.0, 2.0, 3.0, 4.0]}
+    piped = {"tokens": 3, "tokens_per_s": 1.0, "times": [0.0, 2.0, 4.0]}
+
+    assert stream.on_shared_tokens(local, piped) == 3
+
+    assert (local["tokens_per_s"], piped["tokens_per_s"]) == (1.0, 0.5)
+    assert "times" not in local and "times" not in piped  # not in the document
+    assert stream.missed_precondition(local, piped) is None
 
 
 @pytest.mark.broker  # the bench rig connects on a prefix of its own

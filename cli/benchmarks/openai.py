@@ -97,6 +97,7 @@ async def measure_plain(rig: Rig, question: str) -> dict[str, Any]:
         "ttft_s": times[0] - run.began if times else None,
         "tokens_per_s": (len(times) - 1) / span if span > 0 else None,
         "text": run.text,
+        "times": list(times),
     }
 
 

@@ -97,6 +97,7 @@ async def measure_pair(rig: Rig, question: str, *, first: int) -> dict[str, Any]
         else:
             results[path] = await measure_pipeline(rig, question)
     local, piped = results[IN_PROCESS], results[PIPELINE]
+    compared = on_shared_tokens(local, piped)
     ratio = (
         piped["tokens_per_s"] / local["tokens_per_s"]
         if piped["tokens_per_s"] and local["tokens_per_s"]
@@ -107,20 +108,30 @@ async def measure_pair(rig: Rig, question: str, *, first: int) -> dict[str, Any]
         "first": IN_PROCESS if first == 0 else PIPELINE,
         "ratio": ratio,
         "same_text": local.pop("text") == piped.pop("text"),
+        "compared_tokens": compared,
         IN_PROCESS: local,
         PIPELINE: piped,
         "missed": missed_precondition(local, piped),
     }
 
 
+def on_shared_tokens(local: dict[str, Any], piped: dict[str, Any]) -> int:
+    """Both sides' rates over the tokens both wrote (their ``times``, taken out here): a
+    longer answer decodes its last tokens over a longer context, so only the same stretch
+    compares. Greedy answers can part ways (one side's repetition stop, a tie between two
+    tokens), and such a pair still measures the same work up to where they part."""
+    local_times, piped_times = local.pop("times"), piped.pop("times")
+    shared = min(len(local_times), len(piped_times))
+    local["tokens_per_s"] = _rate(local_times[:shared])
+    piped["tokens_per_s"] = _rate(piped_times[:shared])
+    return shared
+
+
 def missed_precondition(local: dict[str, Any], piped: dict[str, Any]) -> str | None:
-    """Why a pair compares nothing, or None: both sides must write the same number of tokens
-    (a longer answer decodes over a longer context, so its rate is not the other's), and at
-    least two each (a rate runs from the first token to the last)."""
-    if local["tokens"] != piped["tokens"]:
-        return "the two sides produced different numbers of tokens"
+    """Why a pair compares nothing, or None: each side needs a rate over the tokens both
+    wrote, so at least two of them (a rate runs from the first token to the last)."""
     if local["tokens_per_s"] is None or piped["tokens_per_s"] is None:
-        return "fewer than two tokens on a side: no rate"
+        return "fewer than two tokens on both sides: no rate"
     return None
 
 
@@ -150,6 +161,7 @@ async def measure_in_process(rig: Rig, question: str) -> dict[str, Any]:
         "ttft_s": times[0] - began if times else None,
         "tokens_per_s": _rate(times),
         "text": "".join(pieces),
+        "times": times,
     }
 
 
@@ -170,6 +182,7 @@ async def measure_pipeline(rig: Rig, question: str) -> dict[str, Any]:
         "tokens": len(arrived),
         "ttft_s": arrived[0] - began if arrived else None,
         "tokens_per_s": _rate(arrived),
+        "times": arrived,
         "engine_ttft_s": end.ttft_s,
         "engine_tokens_per_s": end.tokens_per_s,
         "token_latency_s": [a - e for a, e in zip(arrived, emitted, strict=True)],
