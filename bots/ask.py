@@ -8,6 +8,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from broker.protocol import HistoryTurn
+from config.spaces import DEFAULT_SPACE
 from config.texts import Locale
 
 Kind = Literal["ask", "rescrape"]
@@ -24,7 +25,9 @@ class Ask:
     ``history`` is the conversation before the question, oldest first (see ``bots.history``);
     ``history_cut`` says that older messages of it were left out (the answer then says so).
     ``locale`` is the asker's, as the platform tells it (None: ``CONCIERGE_LOCALE``): the
-    bot's own texts, and a rescrape's progress, come in it.
+    bot's own texts, and a rescrape's progress, come in it. ``space`` is the space whose site
+    and persona answer (config/spaces.py); the Discord and Slack adapters do not route by
+    place yet, so theirs is always ``default``.
     """
 
     question: str
@@ -34,6 +37,7 @@ class Ask:
     history: tuple[HistoryTurn, ...] = ()
     history_cut: bool = False
     locale: Locale | None = None
+    space: str = DEFAULT_SPACE
 
     def __post_init__(self) -> None:
         # A copy nobody can change: the caller's dict may be reused for the next question.

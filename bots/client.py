@@ -119,6 +119,7 @@ class ConciergeClient:
             context=dict(ask.place),
             history=history,
             locale=locale,
+            space=ask.space,
         )
         session = Session.for_request(request, timeout_s=self._reply_timeout_s(ask.kind))
         session.history_cut, session.locale = ask.history_cut or cut, locale

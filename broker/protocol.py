@@ -12,9 +12,18 @@ import uuid
 from dataclasses import dataclass
 from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    TypeAdapter,
+    ValidationError,
+    model_serializer,
+)
 
 from config.errors import ConciergeError
+from config.spaces import DEFAULT_SPACE, SpaceName
 from config.texts import Locale
 
 # 2: requests carry a context, echoed in events; token events batch.
@@ -24,6 +33,10 @@ from config.texts import Locale
 #    answers (``feedback``) go to the engine on a queue of their own.
 # 5: ``started`` says which attempt at the answer it begins (an engine died mid-answer and
 #    another starts it again: the text so far is dropped).
+#    Later, still 5: requests may name their ``space`` (docs/spaces.md). Optional, and left out
+#    of the body when it is the default, so a request without a space is byte for byte a v5
+#    one either way; an older engine dead-letters one with a space rather than answer it from
+#    the wrong site.
 PROTOCOL_VERSION: Final = 5
 CONTENT_TYPE = "application/json"
 MAX_BODY_BYTES = 64 * 1024
@@ -143,6 +156,17 @@ class Request(_Message):
     # failed or expired); None: the engine's CONCIERGE_LOCALE. An answer's own sentences
     # ("not on the site", the quote) follow the question's language.
     locale: Locale | None = None
+    # The space whose site and persona answer (docs/spaces.md); one the engine does not know
+    # ends ``failed``, never answered from another space's articles.
+    space: SpaceName = DEFAULT_SPACE
+
+    @model_serializer(mode="wrap")
+    def _without_default_space(self, handler: SerializerFunctionWrapHandler) -> object:
+        """The default space is left out of the body: such a request is a plain v5 one."""
+        body = handler(self)
+        if isinstance(body, dict) and body.get("space") == DEFAULT_SPACE:
+            del body["space"]
+        return body
 
 
 class Cancel(_Message):
@@ -322,6 +346,7 @@ def make_request(
     context: dict[str, str] | None = None,
     history: tuple[HistoryTurn, ...] = (),
     locale: Locale | None = None,
+    space: str = DEFAULT_SPACE,
 ) -> Request:
     """A request stamped now, whose deadline is ``ttl_s`` from now (its AMQP TTL too)."""
     now = time.time()
@@ -337,4 +362,5 @@ def make_request(
         context=context or {},
         history=history,
         locale=locale,
+        space=space,
     )

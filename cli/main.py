@@ -51,6 +51,7 @@ async def up_command(settings: Settings, chat_log: Path) -> int:
     console, when ``CONCIERGE_WEB_PORT`` is set, is a process of its own beside them."""
     from bots.terminal.chat import chat
     from cli.sample_site import sample_site_note, with_sample_site
+    from cli.spaces import terminal_space
     from engine.main import run_engine
 
     adapters = _configured_adapters(settings)
@@ -83,7 +84,8 @@ async def up_command(settings: Settings, chat_log: Path) -> int:
             await asyncio.gather(engine, *runs)
             return 0
         note = sample_site_note(settings) if sample is not None else None
-        code = await chat(settings, log_file=chat_log, note=note)
+        chat_settings, space = terminal_space(settings, None)  # the terminal's, or default
+        code = await chat(chat_settings, log_file=chat_log, note=note, space=space)
         stop.set()
         await engine
         return code
@@ -181,7 +183,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands.add_parser("engine", help="run the engine worker")
     commands.add_parser("up", help="run the engine and every configured adapter")
-    commands.add_parser("chat", help="chat with the bot in this terminal")
+    chat = commands.add_parser("chat", help="chat with the bot in this terminal")
     commands.add_parser("discord", help="run the Discord bot")
     commands.add_parser("slack", help="run the Slack bot")
     ask = commands.add_parser("ask", help="ask one question, stream the answer to stdout")
@@ -189,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("--json", action="store_true", help="print every reply event as JSON")
     rescrape = commands.add_parser("rescrape", help="rebuild the knowledge base from the site")
     rescrape.add_argument("--json", action="store_true", help="print every reply event as JSON")
+    for in_space in (chat, ask, rescrape):
+        in_space.add_argument("--space", help="the space (docs/spaces.md); default: the terminal's")
     web = commands.add_parser(
         "web",
         help="the web console: the queue live, stop and rescrape for admins, the cancel demo "
@@ -211,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--limit", type=int, default=5, help="at most this many passages")
     for kb_command in (stats, search):
         kb_command.add_argument("--json", action="store_true", help="print one JSON document")
+        kb_command.add_argument("--space", help="the space's knowledge base (docs/spaces.md)")
     from cli.benchmarks.command import add_bench_parser
 
     add_bench_parser(commands)
@@ -220,14 +225,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> Coroutine[object, object, int]:
     """The coroutine that runs ``args.command``; modules load only when their command runs."""
-    from bots.terminal import chat as terminal
-
     commands: dict[str, Callable[[], Coroutine[object, object, int]]] = {
         "engine": lambda: engine_command(settings),
         "up": lambda: up_command(settings, CHAT_LOG.resolve()),
-        "chat": lambda: terminal.chat(settings),
-        "ask": lambda: terminal.ask(settings, args.question, as_json=args.json),
-        "rescrape": lambda: terminal.ask(settings, "", as_json=args.json, kind="rescrape"),
+        "chat": lambda: _terminal(args, settings),
+        "ask": lambda: _terminal(args, settings),
+        "rescrape": lambda: _terminal(args, settings),
         "discord": lambda: adapter_command(_run_discord(), settings),
         "slack": lambda: adapter_command(_run_slack(), settings),
         "kb": lambda: _kb(args, settings),
@@ -237,6 +240,19 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> Coroutine[object,
         "web": lambda: web_command(settings, child=args.child),
     }
     return commands[args.command]()
+
+
+async def _terminal(args: argparse.Namespace, settings: Settings) -> int:
+    """``chat``, ``ask`` and ``rescrape``: the terminal client, in the space it asks in."""
+    from bots.terminal import chat as terminal
+    from cli.spaces import terminal_space
+
+    settings, space = terminal_space(settings, args.space)
+    if args.command == "chat":
+        return await terminal.chat(settings, space=space)
+    if args.command == "rescrape":
+        return await terminal.ask(settings, "", as_json=args.json, kind="rescrape", space=space)
+    return await terminal.ask(settings, args.question, as_json=args.json, space=space)
 
 
 def _run_discord() -> AdapterRun:
@@ -265,7 +281,9 @@ async def _bench(args: argparse.Namespace, settings: Settings) -> int:
 
 async def _kb(args: argparse.Namespace, settings: Settings) -> int:
     from cli.kb import kb_search, kb_stats
+    from cli.spaces import named_space
 
+    settings = named_space(settings, args.space).settings  # its knowledge base
     if args.kb_command == "stats":
         return kb_stats(settings, as_json=args.json)
     return kb_search(settings, args.words, args.limit, as_json=args.json)

@@ -145,6 +145,9 @@ class Settings(BaseSettings):
     # Votes on answers (👍/👎) and each answer's outcome and sources, kept apart from the
     # knowledge base, which a rescrape replaces.
     feedback_path: Path = Path("concierge-feedback.sqlite3")
+    # Several sites in one deployment, each its own knowledge base and persona (TOML,
+    # config/spaces.py); unset: the one site above, as before.
+    spaces_file: Path | None = None
 
     # --- bots ---
     bot_name: str = Field("", pattern=r"^[A-Za-z0-9_.-]{0,100}$")

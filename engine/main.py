@@ -9,6 +9,7 @@ import logging
 
 from broker.amqp import Broker
 from config.settings import Settings
+from config.spaces import load_spaces
 from engine.backends.base import Backend
 from engine.backends.configured import open_backend
 from engine.knowledge.scrape.buildfile import remove_stale_builds
@@ -34,19 +35,21 @@ async def run_engine(
     ``purge_on_start`` is off or another engine consumes it): a reconnect later re-declares
     the topology but never purges.
     """
+    spaces = load_spaces(settings)  # a bad spaces file stops the start here, one line
     metrics = EngineMetrics(settings.engine_name)
     every = settings.rescrape_every
     schedule = RescrapeSchedule(settings, every) if every is not None else None
     metrics.watch_knowledge(settings.kb_path, schedule.next_rescrape if schedule else None)
     async with serve_metrics(metrics, settings.metrics_host, settings.metrics_port):
-        await asyncio.to_thread(remove_stale_builds, settings.kb_path)  # it logs each file
+        for name in spaces.names:  # it logs each file
+            await asyncio.to_thread(remove_stale_builds, spaces.named(name).settings.kb_path)
         if backend is None:
             backend = await asyncio.to_thread(open_backend, settings)
         metrics.model_loaded = True
         metrics.watch_backend(backend.health)
         async with Broker(settings) as broker:
             metrics.watch(broker)
-            worker = Worker(settings, broker, backend, metrics=metrics)
+            worker = Worker(settings, broker, backend, metrics=metrics, spaces=spaces)
             if settings.purge_on_start:
                 await purge_once(worker)
             await worker.start()

@@ -6,6 +6,8 @@ requests), expired requests (dead-lettered by their TTL, so the asker can be tol
 one
 kind, chosen once: an answer (``engine.jobs.answer``) or a rescrape (``engine.jobs.rescrape``).
 What the engine writes to an asker itself comes in the asker's locale (``Replies.text``).
+A request names its space (``config.spaces``): the jobs answer and rebuild with that space's
+settings; one naming a space this engine does not know ends ``failed``, saying so.
 A request whose engine died answering it comes back redelivered: it is queued again with its
 attempt counted and answered anew (``Worker._take_back``), unless it has already stopped the
 engine ``MAX_ATTEMPTS`` times (``engine.purge``): then it is set aside, its asker told.
@@ -29,6 +31,7 @@ from broker.protocol import Cancel, ReplyEvent, Request, TerminalEvent
 from broker.requeue import publish_again
 from config.logging import session_context
 from config.settings import Settings
+from config.spaces import Spaces
 from config.texts import Locale
 from engine.backends.base import Backend
 from engine.cancelled import CANCELLED_SESSIONS_MAX, CANCELLED_SESSIONS_TTL_S, CancelledSessions
@@ -75,13 +78,17 @@ class Worker:
         backend: Backend,
         *,
         metrics: EngineMetrics | None = None,
+        spaces: Spaces | None = None,
     ) -> None:
         self.settings = settings
+        self.spaces = spaces or Spaces(settings)
         self.broker = broker
         self.metrics = metrics or EngineMetrics(settings.engine_name)
         self.cancelled = CancelledSessions(CANCELLED_SESSIONS_MAX, CANCELLED_SESSIONS_TTL_S)
-        self.answers = AnswerJob(settings, backend, self.cancelled, broker.reply_queue_exists)
-        self.rescrapes = RescrapeJob(settings, self.cancelled)
+        self.answers = AnswerJob(
+            settings, backend, self.cancelled, broker.reply_queue_exists, self.spaces
+        )
+        self.rescrapes = RescrapeJob(settings, self.cancelled, self.spaces)
         self.feedback = FeedbackRecorder(settings.feedback_path, self.metrics)
         self.answering: Running | None = None  # the answer being generated now
         self.metrics.watch_jobs(lambda: self.answering, lambda: self.rescrapes.running)
@@ -110,11 +117,12 @@ class Worker:
             if isinstance(event, TerminalEvent):
                 self._answered[request.session_id] = replies
 
+        space = self.spaces.get(request.space) or self.spaces.default
         replies = Replies(
             self.broker,
             request,
             on_event,
-            default_locale=self.settings.locale,
+            default_locale=space.settings.locale,
             status=StatusCopies(self.broker.send_status),
         )
         return replies
@@ -287,7 +295,10 @@ class Worker:
     async def _refused(self, job: Job, request: Request, replies: Replies) -> bool:
         """Send the terminal event of a request that must not start; True if it was one."""
         limit, length = self.settings.max_question_chars, len(request.question)
-        if (reason := job.refusal(request, replies.locale)) is not None:
+        if self.spaces.get(request.space) is None:  # never answered from another's articles
+            log.warning("not answered: unknown space %r", request.space)
+            await replies.failed(replies.text("engine.unknown_space", space=request.space))
+        elif (reason := job.refusal(request, replies.locale)) is not None:
             await replies.failed(reason)
         elif request.session_id in self.cancelled:
             await replies.cancelled()

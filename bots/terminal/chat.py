@@ -30,6 +30,7 @@ from bots.terminal.text import answer_text
 from broker.history_window import block_start
 from broker.protocol import MAX_HISTORY_TURNS, HistoryTurn
 from config.settings import Settings
+from config.spaces import DEFAULT_SPACE
 from config.texts import Locale, t
 
 EXIT_USAGE = 2
@@ -53,9 +54,11 @@ async def ask(
     *,
     as_json: bool = False,
     kind: Kind = "ask",
+    space: str = DEFAULT_SPACE,
 ) -> int:
-    """One question (or a rescrape); the answer on stdout. Exit 0 when done, 130 when stopped.
-    What it says itself, and the engine's own lines, come in ``CONCIERGE_LOCALE``."""
+    """One question (or a rescrape) in ``space``; the answer on stdout. Exit 0 when done, 130
+    when stopped. What it says itself, and the engine's own lines, come in
+    ``CONCIERGE_LOCALE``."""
     err = _stderr()
     if kind == "ask" and not question.strip():
         err.print(t("terminal.empty_question", settings.locale))
@@ -72,7 +75,7 @@ async def ask(
 
         with _on_sigint(stop):
             try:
-                session = await client.ask(Ask(question, getpass.getuser(), kind))
+                session = await client.ask(Ask(question, getpass.getuser(), kind, space=space))
             except AskRefused as refusal:
                 err.print(t("terminal.not_asked", settings.locale, reason=escape(str(refusal))))
                 return EXIT_FAILED
@@ -94,15 +97,16 @@ async def chat(
     *,
     log_file: Path | None = None,
     note: tuple[str, dict[str, object]] | None = None,
+    space: str = DEFAULT_SPACE,
 ) -> int:
-    """Question after question, as one conversation; ``log_file``: where the engine running in
-    this process logs (``concierge up``), said in the banner; ``note``: a line of the
-    catalogue (key, fields) said after it (the sample site's offer)."""
+    """Question after question, as one conversation, in ``space``; ``log_file``: where the
+    engine running in this process logs (``concierge up``), said in the banner; ``note``: a
+    line of the catalogue (key, fields) said after it (the sample site's offer)."""
     err = _stderr()
     leave = asyncio.Event()
     lines = chat_lines(err, leave, settings.locale)
     async with ConciergeClient(one_off(settings), "terminal") as client:
-        conversation = Chat(client, settings, err, lines)
+        conversation = Chat(client, settings, err, lines, space)
         with _on_sigint(lambda: conversation.interrupt(leave)):
             err.print(f"[bold]Concierge[/] · {_help(settings.locale)}")
             if log_file is not None:
@@ -119,9 +123,15 @@ class Chat:
     """One ``concierge chat`` run: its conversation, and the question being answered."""
 
     def __init__(
-        self, client: ConciergeClient, settings: Settings, err: Console, lines: Lines
+        self,
+        client: ConciergeClient,
+        settings: Settings,
+        err: Console,
+        lines: Lines,
+        space: str = DEFAULT_SPACE,
     ) -> None:
         self.client = client
+        self.space = space
         self.err = err
         self.lines = lines
         self.locale = settings.locale
@@ -141,6 +151,7 @@ class Chat:
                 getpass.getuser(),
                 history=self.turns.history(),
                 history_cut=self.turns.cut,
+                space=self.space,
             )
             if (outcome := await self._follow(ask)) is not None:
                 self.turns.add(question, outcome)
@@ -152,7 +163,7 @@ class Chat:
         elif command == "/help":
             self.err.print(_help(self.locale))
         elif command == "/rescrape":  # whoever runs the chat may run `concierge rescrape` too
-            await self._follow(Ask("", getpass.getuser(), "rescrape"))
+            await self._follow(Ask("", getpass.getuser(), "rescrape", space=self.space))
         else:
             self._say("terminal.no_command", command=escape(command), keys=self._keys())
 

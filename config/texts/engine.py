@@ -84,6 +84,10 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "en": "question too long: {length} > {limit}",
         "ja": "質問が長すぎます：{length} 文字（上限 {limit} 文字）",
     },
+    "engine.unknown_space": {  # a request's space the engine's spaces file lacks
+        "en": 'unknown space "{space}": this engine does not serve it (CONCIERGE_SPACES_FILE)',
+        "ja": "スペース「{space}」はこの回答エンジンにありません（CONCIERGE_SPACES_FILE）",
+    },
     "engine.time_limit": {
         "en": "time limit of {limit_s} s reached",
         "ja": "制限時間 {limit_s} 秒に達しました",

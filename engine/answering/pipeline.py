@@ -5,7 +5,8 @@ the site decides what the model may say, and most decisions are taken before it 
 (docs/quality.md, "Grounded answers"):
 
 1. **Small talk** ("hi", "thanks!", ``smalltalk.py``): one friendly sentence in the
-   message's language; no search, no model, no source.
+   message's language (to a greeting, the space's own ``greeting`` when it has one); no
+   search, no model, no source.
 2. **Search** the site for the question without its greeting, and, for a follow-up, with the
    asker's last questions (``history.search_text``).
 3. **No articles yet** (no rescrape): nothing to stand on; the model answers as a general
@@ -83,10 +84,14 @@ class Plan:
 
 
 class AnswerPlanner:
-    """Turns a request into a ``Plan``, reading the knowledge base at ``settings.kb_path``."""
+    """Turns a request into a ``Plan``, reading the knowledge base at ``settings.kb_path``
+    (one space's: the engine keeps one planner per space)."""
 
-    def __init__(self, settings: Settings, count_tokens: TokenCounter) -> None:
+    def __init__(
+        self, settings: Settings, count_tokens: TokenCounter, *, greeting: str | None = None
+    ) -> None:
         self.settings = settings
+        self.greeting = greeting
         self.kb = KnowledgeBase(settings.kb_path)
         self.prompts = PromptBuilder(settings, count_tokens)
 
@@ -96,7 +101,8 @@ class AnswerPlanner:
         question, history = request.question, as_messages(request.history)
         if (said := small_talk(question)) is not None:  # 1
             language = language_of(question)
-            return Plan("small_talk", language, note=WORDING[language].small_talk(said))
+            own = self.greeting if said == "greeting" else None
+            return Plan("small_talk", language, note=own or WORDING[language].small_talk(said))
         asked = without_small_talk(question)  # "Hi, when...": the site need not cover "hi"
         language = language_of(asked)
         words = WORDING[language]

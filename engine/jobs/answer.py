@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from broker.protocol import Request
 from config.settings import Settings
+from config.spaces import Spaces
 from config.texts import Locale
 from engine.answering.closing import closing
 from engine.answering.pipeline import AnswerPlanner
@@ -27,7 +28,7 @@ AskerPresent = Callable[[str], Awaitable[bool]]  # does the reply queue of this 
 
 
 class AnswerJob:
-    """Answers a question with the model, from the site's articles."""
+    """Answers a question with the model, from the articles of the request's space."""
 
     acks_at_start = False  # acknowledged once answered; handed back if a shutdown cut it short
 
@@ -37,17 +38,32 @@ class AnswerJob:
         backend: Backend,
         cancelled: CancelledSessions,
         asker_present: AskerPresent,
+        spaces: Spaces | None = None,
     ) -> None:
         self.settings = settings
         self.backend = backend
         self.cancelled = cancelled
         self.asker_present = asker_present
-        self.planner = AnswerPlanner(settings, backend.count_tokens)
+        self.spaces = spaces or Spaces(settings)
+        self._planners: dict[str, AnswerPlanner] = {}  # by space; each holds its own kb
         self.limits = generation_limits(settings)
         self._current: Generation | None = None
 
     def refusal(self, request: Request, locale: Locale) -> str | None:
         return None  # the model takes any question the worker lets through
+
+    def planner(self, space_name: str) -> AnswerPlanner:
+        """The space's planner, made at its first question: its knowledge base, its system
+        prompt and greeting, and nothing of another space's. ``KeyError`` for an unknown
+        space (the worker refuses those before)."""
+        if space_name not in self._planners:
+            space = self.spaces.get(space_name)
+            if space is None:
+                raise KeyError(space_name)
+            self._planners[space_name] = AnswerPlanner(
+                space.settings, self.backend.count_tokens, greeting=space.greeting
+            )
+        return self._planners[space_name]
 
     def abandon(self) -> None:
         """The engine is stopping and will not wait: the running answer stops at its next token."""
@@ -58,7 +74,8 @@ class AnswerJob:
         """Answer to a terminal event; False if a shutdown cut it short."""
         limit_s = self.settings.answer_time_limit_s
         generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
-        plan = await asyncio.to_thread(self.planner.plan, request)  # search, token counts
+        planner = self.planner(request.space)
+        plan = await asyncio.to_thread(planner.plan, request)  # search, token counts
         relay = TokenRelay(replies, TOKEN_BATCH_S)
         try:
             if plan.asks_model:

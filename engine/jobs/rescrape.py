@@ -1,6 +1,7 @@
-"""The ``/rescrape`` job: rebuilds the knowledge base in the background, beside the answers,
-streaming its progress to the asker; one at a time. It ends with its own summary and the pages
-it did not read, each with its reason."""
+"""The ``/rescrape`` job: rebuilds the knowledge base of the request's space (its own site,
+its own file) in the background, beside the answers, streaming its progress to the asker; one
+at a time, whatever the space. It ends with its own summary and the pages it did not read,
+each with its reason."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from collections.abc import Callable
 
 from broker.protocol import MAX_BODY_BYTES, MAX_FAILURES_LISTED, Done, PageNotRead, Request, encode
 from config.settings import Settings
+from config.spaces import Spaces
 from config.text_helpers import shorten
 from config.texts import Locale, t
 from engine.cancelled import CancelledSessions
@@ -33,9 +35,12 @@ class RescrapeJob:
 
     acks_at_start = True  # it may outlast RabbitMQ's consumer timeout
 
-    def __init__(self, settings: Settings, cancelled: CancelledSessions) -> None:
+    def __init__(
+        self, settings: Settings, cancelled: CancelledSessions, spaces: Spaces | None = None
+    ) -> None:
         self.settings = settings
         self.cancelled = cancelled
+        self.spaces = spaces or Spaces(settings)
         self._task: asyncio.Task[None] | None = None
         self._interrupted = False
         self.running: Running | None = None  # the rescrape in progress, for /healthz
@@ -45,7 +50,8 @@ class RescrapeJob:
         while it waited (never two in a row, engine/schedule.py)."""
         if self._task is not None and not self._task.done():
             return t("engine.rescrape.running", locale)
-        if is_scheduled(request) and rebuilt_since(self.settings.kb_path, request.sent_at):
+        kb_path = self.spaces.named(request.space).settings.kb_path
+        if is_scheduled(request) and rebuilt_since(kb_path, request.sent_at):
             return t("engine.rescrape.not_due", locale)
         return None
 
@@ -54,7 +60,8 @@ class RescrapeJob:
         on it); it sends its own terminal event."""
         self.running = Running(request.session_id)
         stop_reason = self._stop_reason(request, replies.locale)
-        self._task = asyncio.create_task(self._rebuild(replies, stop_reason))
+        site = self.spaces.named(request.space).settings
+        self._task = asyncio.create_task(self._rebuild(site, replies, stop_reason))
         return True
 
     def interrupt(self) -> None:
@@ -80,21 +87,22 @@ class RescrapeJob:
 
         return stop_reason
 
-    async def _rebuild(self, replies: Replies, stop_reason: StopReason) -> None:
+    async def _rebuild(self, site: Settings, replies: Replies, stop_reason: StopReason) -> None:
         try:
-            await self._rebuild_and_tell(replies, stop_reason)
+            await self._rebuild_and_tell(site, replies, stop_reason)
         finally:
             self.running = None
 
-    async def _rebuild_and_tell(self, replies: Replies, stop_reason: StopReason) -> None:
-        """Rescrape, and tell the asker how it ended: done, stopped (a cancel) or failed."""
+    async def _rebuild_and_tell(
+        self, site: Settings, replies: Replies, stop_reason: StopReason
+    ) -> None:
+        """Rescrape ``site`` (the space's settings), and tell the asker how it ended: done,
+        stopped (a cancel) or failed."""
         started = time.monotonic()
         progress = ProgressRelay(replies)
         try:
             async with progress:  # every progress event goes out before the terminal one
-                result = await rescrape(
-                    self.settings, progress.report, lambda: stop_reason() is not None
-                )
+                result = await rescrape(site, progress.report, lambda: stop_reason() is not None)
         except RescrapeStopped:
             reason = stop_reason() or STOPPED_BY_USER
             if reason == STOPPED_BY_USER:
