@@ -9,4 +9,4 @@ ensure_chromium
 cd "$ROOT"
 "$VENV/bin/ruff" check bots broker engine config cli tests
 "$VENV/bin/mypy"
-"$VENV/bin/python" -m pytest "$@"
+"$VENV/bin/python" -m pytest --durations=12 "$@"

@@ -25,7 +25,7 @@ from broker.protocol import Cancel, Done, Request, Started, make_request
 from config.errors import EXIT_CONFIG
 from config.settings import Settings, load_settings
 from tests.cli_fixture import cli_env, closed_port, concierge  # noqa: F401  # fixture
-from tests.cluster_fixture import Cluster, cluster  # noqa: F401  # fixture
+from tests.cluster_fixture import Cluster
 
 WAIT_S = 30.0  # a leader election after a node stops takes a few seconds on busy cores
 
@@ -78,7 +78,7 @@ async def queue_types(local: Cluster, prefix: str) -> dict[str, str]:
     return {row[0]: row[1] for row in rows if len(row) == 2 and row[0].startswith(prefix)}
 
 
-async def test_a_request_queued_on_one_node_is_served_from_another(cluster: Cluster) -> None:  # noqa: F811
+async def test_a_request_queued_on_one_node_is_served_from_another(cluster: Cluster) -> None:
     settings = cluster_settings(cluster, 1)
     on_node_2 = on_nodes(settings, cluster, 2)
     async with cleaned(settings), Broker(settings) as bot, Broker(on_node_2) as engine:
@@ -100,7 +100,7 @@ async def test_a_request_queued_on_one_node_is_served_from_another(cluster: Clus
 
 
 async def test_the_request_queue_serves_on_when_the_node_it_was_made_on_stops(
-    cluster: Cluster,  # noqa: F811
+    cluster: Cluster,
 ) -> None:
     settings = cluster_settings(cluster, 2)  # declared on node 2: its leader starts there
     async with cleaned(on_nodes(settings, cluster, 1)):
@@ -118,7 +118,7 @@ async def test_the_request_queue_serves_on_when_the_node_it_was_made_on_stops(
 
 
 async def test_a_connection_given_a_dead_and_a_live_address_takes_the_live_one(
-    cluster: Cluster,  # noqa: F811
+    cluster: Cluster,
     closed_port: int,  # noqa: F811
 ) -> None:
     settings = cluster_settings(cluster, 1)
@@ -129,7 +129,7 @@ async def test_a_connection_given_a_dead_and_a_live_address_takes_the_live_one(
 
 
 async def test_every_connection_moves_to_a_live_node_when_its_node_stops(
-    cluster: Cluster,  # noqa: F811
+    cluster: Cluster,
 ) -> None:
     """An engine and a bot on node 2: requests, cancels and replies go on when it stops."""
     settings = cluster_settings(cluster, 2, 3, 1)

@@ -24,6 +24,7 @@ EXIT_CODES = {
     "BackendUnavailable": EXIT_UNAVAILABLE,
     "ConsoleFailed": EXIT_UNAVAILABLE,  # unless the console's process gave its own
     "CaseFileError": EXIT_USAGE,
+    "UnknownSpace": EXIT_USAGE,  # a --space the spaces file does not name
 }
 
 

@@ -35,7 +35,7 @@ from broker.protocol import (
 from config.settings import Settings, load_settings
 from engine.backends.base import Backend, ChatMessage, GenerationLimits, Pieces, ShouldStop
 from engine.outbox import MERGED_MAX_CHARS, Outbox
-from tests.cluster_fixture import Cluster, cluster  # noqa: F401  # fixture
+from tests.cluster_fixture import Cluster
 from tests.conftest import LONG_QUESTION, start_engine
 from tests.helpers import collect, token_text
 from tests.test_cluster import cleaned, on_nodes, reconnected
@@ -117,7 +117,7 @@ def outage_settings(local: Cluster, tmp_path: Path) -> Settings:
 @pytest.mark.timeout(400)
 @pytest.mark.parametrize("kill", [False, True], ids=["stopped", "killed"])
 async def test_an_answer_outlives_the_node_its_engine_is_on(
-    cluster: Cluster,  # noqa: F811
+    cluster: Cluster,
     backend: Backend,
     tmp_path: Path,
     kill: bool,
