@@ -222,5 +222,8 @@ def _problems(error: ValidationError, within: str = "") -> str:
     for issue in error.errors(include_url=False):
         where = ".".join(str(part) for part in (within, *issue["loc"]) if part != "")
         message = " ".join(issue["msg"].removeprefix("Value error, ").split())
+        if where.endswith(".[key]") and issue["type"] == "string_pattern_mismatch":
+            where = where.removesuffix(".[key]")  # a space's name: say what a name may be
+            message = "a space's name is 1 to 32 lowercase letters, digits and dashes"
         issues.append(f"{where or 'the file'}: {message}")
     return "; ".join(issues)

@@ -140,7 +140,10 @@ def test_an_unknown_space_asked_by_name_is_a_usage_error_naming_the_spaces(
         ("[spaces.alpha\n", "is not TOML"),
         ("", "spaces: Field required"),
         ("[spaces]\n", "spaces: Dictionary should have at least 1 item"),
-        ('[spaces.Alpha]\nsystem_prompt = "x"\nsite_urls = ["https://a.example/"]\n', "Alpha"),
+        (
+            '[spaces.Alpha]\nsystem_prompt = "x"\nsite_urls = ["https://a.example/"]\n',
+            "spaces.Alpha: a space's name is 1 to 32 lowercase letters, digits and dashes",
+        ),
         (
             '[spaces.default]\nsystem_prompt = "x"\nsite_urls = ["https://a.example/"]\n',
             "spaces.default: the name 'default' is reserved",
