@@ -12,7 +12,7 @@ from bots.client import ConciergeClient
 from broker.amqp import Broker
 from broker.protocol import Done, FinishReason
 from config.settings import Settings
-from engine.answering.closing import closing
+from engine.answering.closing import closed_fence, closing
 from engine.answering.pipeline import Plan
 from engine.answering.wording import WORDING
 from engine.backends.base import Backend, ChatMessage, GenerationLimits, Pieces, ShouldStop
@@ -147,3 +147,11 @@ def _first_loop(pieces: Sequence[str]) -> _Found:
         if loop is not None:
             return _Found(loop.since, count)
     raise AssertionError("no loop in the sample")
+
+
+def test_a_code_block_the_answer_left_open_is_closed_before_the_quote() -> None:
+    cut = "Use copytree:\n```python\nimport shutil\nshutil.copytree(a, b)"
+    assert closed_fence(cut) == "\n```"
+    assert closed_fence(cut + "\n```\nDone.") == ""  # closed by the model itself
+    assert closed_fence("~~~\ncode ``` inside\n") == "\n~~~"  # only its own kind closes it
+    assert closed_fence("No code here.") == ""

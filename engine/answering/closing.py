@@ -4,10 +4,27 @@ articles yet). For the steps before the model, see pipeline.py."""
 
 from __future__ import annotations
 
+import re
+
 from broker.protocol import FinishReason
 from engine.answering.passages import format_sources
 from engine.answering.pipeline import Plan
 from engine.answering.wording import WORDING
+
+FENCE_RE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)  # a Markdown code fence's line
+
+
+def closed_fence(answer: str) -> str:
+    """The line that closes a code block the model left open (its answer cut at a paragraph
+    limit or the token cap inside one), else "": without it, the quote and the sources after
+    the answer would show as code, on every platform."""
+    open_fence = ""
+    for match in FENCE_RE.finditer(answer):
+        if not open_fence:
+            open_fence = match.group(1)
+        elif match.group(1) == open_fence:
+            open_fence = ""
+    return f"\n{open_fence}" if open_fence else ""
 
 
 def closing(plan: Plan, finish_reason: FinishReason, max_tokens: int, *, after_text: bool) -> str:
