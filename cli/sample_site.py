@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from config.settings import Settings
+from config.spaces import space_kb_path
 from engine.knowledge.scrape.rescrape import describe_site
 
 SAMPLE_DIR = Path(__file__).resolve().parent.parent / "eval" / "site" / "articles"
@@ -30,7 +31,7 @@ def with_sample_site(settings: Settings) -> Settings | None:
         return None
     if not SAMPLE_DIR.is_dir():
         return None
-    sample_kb = settings.kb_path.with_suffix(".sample" + settings.kb_path.suffix)
+    sample_kb = space_kb_path(settings.kb_path, "sample")  # named like a space's, reserved
     return settings.model_copy(update={"site_dir": SAMPLE_DIR, "kb_path": sample_kb})
 
 

@@ -184,15 +184,20 @@ async def test_no_reply_within_the_timeout_shows_timed_out() -> None:
     assert sink.messages[0].footer == "⏱️ timed out: no reply from the engine"
 
 
-async def test_a_stop_the_engine_confirms_at_once_shows_stopped_in_one_edit() -> None:
-    """The engine's confirmation comes before the edit slot: no "stopping…" edit, one edit
-    that says "stopped" (a platform's rate limit would delay the second by a slot or two)."""
+def stop_asked_after_a_token() -> tuple[RecordingSink, Session, Renderer]:
+    """A session that has begun ("Once upon") and whose asker has pressed stop."""
     sink = RecordingSink()
     session = new_session()
-    renderer = Renderer(sink, max_chars=100, edit_interval_s=0)
     session.items.put_nowait(Started(session_id=SESSION_ID, seq=0, waited_s=0))
     session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=1, text="Once upon"))
     session.items.put_nowait(StopRequested("u"))
+    return sink, session, Renderer(sink, max_chars=100, edit_interval_s=0)
+
+
+async def test_a_stop_the_engine_confirms_at_once_shows_stopped_in_one_edit() -> None:
+    """The engine's confirmation comes before the edit slot: no "stopping…" edit, one edit
+    that says "stopped" (a platform's rate limit would delay the second by a slot or two)."""
+    sink, session, renderer = stop_asked_after_a_token()
     session.items.put_nowait(Cancelled(session_id=SESSION_ID, seq=2, text="Once upon", tokens=1))
     footers = _noting_footers(sink)
 
@@ -205,12 +210,7 @@ async def test_a_stop_the_engine_confirms_at_once_shows_stopped_in_one_edit() ->
 
 
 async def test_a_slow_confirmation_shows_stopping_then_stopped_keeping_the_text() -> None:
-    sink = RecordingSink()
-    session = new_session()
-    renderer = Renderer(sink, max_chars=100, edit_interval_s=0)
-    session.items.put_nowait(Started(session_id=SESSION_ID, seq=0, waited_s=0))
-    session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=1, text="Once upon"))
-    session.items.put_nowait(StopRequested("u"))
+    sink, session, renderer = stop_asked_after_a_token()
     stopping_shown = asyncio.Event()
     footers = _noting_footers(sink, lambda footer: footer == "🛑 stopping…", stopping_shown)
     following = asyncio.create_task(renderer.run(session))

@@ -95,6 +95,11 @@ async def rescraped(client: ConciergeClient, space: str, engine: RunningEngine) 
     return end
 
 
+async def rescraped_all(client: ConciergeClient, engine: RunningEngine) -> None:
+    for space in SITES:
+        await rescraped(client, space, engine)
+
+
 def kb_of(settings: Settings, space: str) -> Path:
     return settings.kb_path.with_name(f"{settings.kb_path.stem}.{space}{settings.kb_path.suffix}")
 
@@ -103,8 +108,7 @@ async def test_each_space_answers_the_same_question_from_its_own_site_only(
     spaces_engine: RunningEngine, spaces_settings: Settings
 ) -> None:
     async with ConciergeClient(spaces_settings, "test") as client:
-        for space in SITES:
-            await rescraped(client, space, spaces_engine)
+        await rescraped_all(client, spaces_engine)
         for space, other in (("alpha", "beta"), ("beta", "alpha")):
             end = await asked(client, QUESTION, space)
             assert isinstance(end, Done), end
@@ -119,8 +123,7 @@ async def test_what_reaches_the_model_is_the_space_own_persona_and_articles(
     spaces_engine: RunningEngine, spaces_settings: Settings
 ) -> None:
     async with ConciergeClient(spaces_settings, "test") as client:
-        for space in SITES:
-            await rescraped(client, space, spaces_engine)
+        await rescraped_all(client, spaces_engine)
     answers = spaces_engine.worker.answers
     for space, other in (("alpha", "beta"), ("beta", "alpha")):
         request = make_request(reply_to="t", user_id="u", question=QUESTION, ttl_s=60, space=space)
