@@ -47,7 +47,6 @@ from broker.messages import Decoder, Envelope, Handler
 from broker.peek import QueueCounts, peek_queue
 from broker.protocol import (
     REQUEST_ROUTING_KEY,
-    TERMINAL_TYPES,
     Cancel,
     Feedback,
     Names,
@@ -180,13 +179,13 @@ class Broker:
 
     async def send_event(self, event: ReplyEvent, reply_to: str) -> None:
         """Publish a reply event, confirmed, waiting out a reconnect (answers: ``events``)."""
-        message = messages.event_message(event, persistent=event.type in TERMINAL_TYPES)
+        message = messages.event_message(event)
         await self._publish(self._stream, self.events.exchange, message, reply_to)
 
     async def send_status(self, event: ReplyEvent) -> None:
         """Publish a copy of a reply event for watchers (``P.status``, fanout), without a
         confirm and never persistent: with no watcher bound, RabbitMQ drops it at once."""
-        message = messages.event_message(event, persistent=False)
+        message = messages.event_message(event, copy=True)
         assert self._status_exchange is not None  # no waiting out a reconnect: not worth it
         await self._status_exchange.publish(message, routing_key="", mandatory=False)
 

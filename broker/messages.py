@@ -21,6 +21,7 @@ from aio_pika.abc import AbstractIncomingMessage
 from broker.protocol import (
     CONTENT_TYPE,
     ERROR_HEADER,
+    TERMINAL_TYPES,
     Cancel,
     Feedback,
     ProtocolError,
@@ -155,8 +156,11 @@ def bot_message(message: Request | Cancel, ttl_s: float, *, attempt: int = 1) ->
     )
 
 
-def event_message(event: ReplyEvent, *, persistent: bool) -> aio_pika.Message:
-    """A reply event as the engine publishes it: to its asker, or copied for watchers."""
+def event_message(event: ReplyEvent, *, copy: bool = False) -> aio_pika.Message:
+    """A reply event as the engine publishes it to its asker: a terminal event persistent (it
+    carries the whole text, and must outlive a broker restart); or ``copy``, for watchers,
+    never persistent."""
+    persistent = not copy and event.type in TERMINAL_TYPES
     return aio_pika.Message(
         encode(event),
         content_type=CONTENT_TYPE,

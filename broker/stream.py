@@ -20,7 +20,7 @@ from aiormq.exceptions import AMQPError
 
 from broker import messages
 from broker.errors import BrokerAway
-from broker.protocol import TERMINAL_TYPES, ReplyEvent
+from broker.protocol import ReplyEvent
 
 # A confirmation comes back within milliseconds; one that takes this long is from a connection
 # that has stopped answering (heartbeats take about 90 s to say so): held and sent again.
@@ -39,7 +39,7 @@ class EventStream:
         or goes meanwhile. A nack raises ``DeliveryError`` (the broker refused it: not retried)."""
         if self.channel.is_closed:  # a reconnect is under way: nothing is written
             raise BrokerAway("the connection to RabbitMQ is being restored", maybe_sent=False)
-        message = messages.event_message(event, persistent=event.type in TERMINAL_TYPES)
+        message = messages.event_message(event)
         try:
             await self.exchange.publish(
                 message, routing_key=reply_to, mandatory=False, timeout=CONFIRM_TIMEOUT_S

@@ -90,7 +90,7 @@ class Space:
     settings: Settings
     bot_name: str | None = None  # the persona's display name (the adapters, later)
     greeting: str | None = None  # the engine's answer to "hi" in this space
-    admins: frozenset[str] = frozenset()  # who may /rescrape it (checked by the bots)
+    admins: frozenset[str] = frozenset()  # who may /rescrape it (for the adapters, later)
     places: Places = field(default_factory=Places)
 
 

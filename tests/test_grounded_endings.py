@@ -106,8 +106,8 @@ def test_an_answer_at_the_cap_is_length_even_from_a_backend_that_cannot_tell() -
 def test_a_cut_answer_says_why_before_its_evidence() -> None:
     plan = Plan("not_on_site", "en", note=WORDING["en"].not_on_site)
 
-    assert closing(plan, "stop", 512, after_text=False) == WORDING["en"].not_on_site
-    cut = closing(Plan("model", "ja"), "repetition", 512, after_text=True)
+    assert closing(plan, "stop", 512, answer="") == WORDING["en"].not_on_site
+    cut = closing(Plan("model", "ja"), "repetition", 512, answer="…")
     assert cut == "\n\n" + WORDING["ja"].cut_repetition
 
 

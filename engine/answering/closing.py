@@ -27,9 +27,9 @@ def closed_fence(answer: str) -> str:
     return f"\n{open_fence}" if open_fence else ""
 
 
-def closing(plan: Plan, finish_reason: FinishReason, max_tokens: int, *, after_text: bool) -> str:
-    """What follows the model's words (``after_text``: it wrote some), or the whole answer
-    when the engine answers alone."""
+def closing(plan: Plan, finish_reason: FinishReason, max_tokens: int, *, answer: str) -> str:
+    """What follows the model's words (``answer``: "" when it wrote none), or the whole
+    answer when the engine answers alone."""
     words = WORDING[plan.language]
     parts: list[str] = []
     if finish_reason == "repetition":
@@ -42,4 +42,4 @@ def closing(plan: Plan, finish_reason: FinishReason, max_tokens: int, *, after_t
     elif plan.note:
         parts.append(plan.note)
     text = "\n\n".join(parts)
-    return "\n\n" + text if text and after_text else text
+    return closed_fence(answer) + "\n\n" + text if text and answer else text

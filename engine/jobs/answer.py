@@ -12,7 +12,7 @@ from broker.protocol import Request
 from config.settings import Settings
 from config.spaces import Spaces
 from config.texts import Locale
-from engine.answering.closing import closed_fence, closing
+from engine.answering.closing import closing
 from engine.answering.pipeline import AnswerPlanner
 from engine.backends.base import Backend, BackendFailed, ChatMessage, GenerationLimits
 from engine.cancelled import CancelledSessions
@@ -88,11 +88,8 @@ class AnswerJob:
             return True
         await relay.close()
         if generation.finished_naturally:  # why it was cut, if it was; the quote and source
-            generation.appendix = closed_fence(generation.answer) + closing(
-                plan,
-                generation.finish_reason,
-                self.limits.max_tokens,
-                after_text=bool(generation.answer),
+            generation.appendix = closing(
+                plan, generation.finish_reason, self.limits.max_tokens, answer=generation.answer
             )
             if generation.appendix:
                 await replies.tokens(generation.appendix, count=0)
