@@ -63,8 +63,8 @@ class Job(Protocol):
         """Why ``request`` cannot start now (in ``locale``), if it cannot."""
         ...
 
-    async def run(self, request: Request, replies: Replies) -> bool:
-        """Run to a terminal event; False if a shutdown cut it short."""
+    async def run(self, request: Request, replies: Replies) -> None:
+        """Run to a terminal event (one a shutdown cut short says "interrupted")."""
         ...
 
 
@@ -278,17 +278,17 @@ class Worker:
         if not job.acks_at_start:
             await asyncio.shield(_settle(envelope))
 
-    async def _serve(self, job: Job, request: Request, replies: Replies, attempt: int) -> bool:
-        """Run one request to a terminal event; False if it was interrupted by a shutdown."""
+    async def _serve(self, job: Job, request: Request, replies: Replies, attempt: int) -> None:
+        """Run one request to a terminal event."""
         if await self._refused(job, request, replies):
-            return True
+            return
         await replies.started(waited_s=max(0.0, time.time() - request.sent_at), attempt=attempt)
         log.info("started (%s%s)", request.type, f", attempt {attempt}" if attempt > 1 else "")
         # A rescrape's ``run`` starts its task and returns without yielding to the event loop,
         # so nobody ever sees it here: it reports itself (``rescrapes.running``).
         self.answering = Running(request.session_id)
         try:
-            return await job.run(request, replies)
+            await job.run(request, replies)
         finally:
             self.answering = None
 

@@ -70,8 +70,8 @@ class AnswerJob:
         if self._current is not None:
             self._current.abandoned = True
 
-    async def run(self, request: Request, replies: Replies) -> bool:
-        """Answer to a terminal event; False if a shutdown cut it short."""
+    async def run(self, request: Request, replies: Replies) -> None:
+        """Answer to a terminal event (one a shutdown cut short says "interrupted")."""
         limit_s = self.settings.answer_time_limit_s
         generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
         planner = self.planner(request.space)
@@ -85,7 +85,7 @@ class AnswerJob:
         except Exception as error:
             await relay.close()
             await replies.failed(_failure_reason(error, replies), text=generation.text)
-            return True
+            return
         await relay.close()
         if generation.finished_naturally:  # why it was cut, if it was; the quote and source
             generation.appendix = closing(
@@ -105,7 +105,6 @@ class AnswerJob:
                 locale=replies.locale,
             )
         )
-        return not generation.abandoned
 
     async def _generate(
         self,

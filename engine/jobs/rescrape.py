@@ -55,14 +55,13 @@ class RescrapeJob:
             return t("engine.rescrape.not_due", locale)
         return None
 
-    async def run(self, request: Request, replies: Replies) -> bool:
+    async def run(self, request: Request, replies: Replies) -> None:
         """Start the rebuild and return at once (without awaiting anything: the worker counts
         on it); it sends its own terminal event."""
         self.running = Running(request.session_id)
         stop_reason = self._stop_reason(request, replies.locale)
         site = self.spaces.named(request.space).settings
         self._task = asyncio.create_task(self._rebuild(site, replies, stop_reason))
-        return True
 
     def interrupt(self) -> None:
         """The engine is stopping: a running rebuild stops now (the old knowledge base stays)."""
