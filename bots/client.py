@@ -19,6 +19,7 @@ from broker.messages import Envelope
 from broker.protocol import TERMINAL_TYPES, Cancel, Feedback, ReplyEvent, Request, make_request
 from config.errors import ConciergeError
 from config.settings import ConfigError, Settings
+from config.spaces import Spaces, load_spaces
 from config.texts import Locale, locale_of, t
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,17 @@ class AskRefused(ConciergeError):
 class ConciergeClient:
     """One per bot process: its own reply queue, its sessions, and the publishing side."""
 
-    def __init__(self, settings: Settings, platform: str, *, bot_id: str | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        platform: str,
+        *,
+        bot_id: str | None = None,
+        spaces: Spaces | None = None,
+    ) -> None:
         self.settings = settings
+        # Each space's cap on open requests; a bad spaces file stops the bot here, one line.
+        self.spaces = spaces or load_spaces(settings)
         self.platform = platform
         self.bot_id = bot_id or settings.bot_name or f"{platform}-{uuid.uuid4().hex[:12]}"
         # A named bot comes back under the same id after a restart: its replies wait an hour.
@@ -101,10 +111,11 @@ class ConciergeClient:
 
         An adapter shows its placeholder between ``prepare`` and ``submit``, so the request can
         name that message in its context. Raises ``AskRefused`` for a question over the length
-        limit or an asker who already has ``max_waiting_per_user`` requests open.
+        limit, an asker who already has ``max_waiting_per_user`` requests open, or a space
+        that has its ``max_waiting`` open in this process.
         """
         locale = ask.locale or self.settings.locale
-        self._check_limits(ask.question, ask.asker, locale)
+        self._check_limits(ask, locale)
         settings = self.settings
         history, cut = last_turns(
             ask.history, settings.history_max_messages, HISTORY_TURN_MAX_CHARS
@@ -163,13 +174,26 @@ class ConciergeClient:
             return self.settings.rescrape_reply_timeout_s
         return self.settings.reply_timeout_s
 
-    def _check_limits(self, question: str, user_id: str, locale: Locale) -> None:
-        limit = self.settings.max_question_chars
+    def _check_limits(self, ask: Ask, locale: Locale) -> None:
+        limit, question = self.settings.max_question_chars, ask.question
         if len(question) > limit:
             raise AskRefused(t("refusal.too_long", locale, length=len(question), limit=limit))
-        waiting = self.sessions.count_for_user(user_id)
+        waiting = self.sessions.count_for_user(ask.asker)
         if waiting >= self.settings.max_waiting_per_user:
             raise AskRefused(t("refusal.too_many_open", locale, waiting=waiting))
+        cap = self.spaces.max_waiting(ask.space)
+        if cap is not None and (in_space := self.open_in_space(ask.space)) >= cap:
+            raise AskRefused(t("refusal.space_busy", locale, waiting=in_space))
+
+    def open_in_space(self, space: str) -> int:
+        """This process's requests of ``space`` not ended yet, waiting or being answered. An
+        exchange taken over after a restart is not counted: its space never came back with
+        its events. Other bot processes' requests are theirs: the queue does not say."""
+        return sum(
+            1
+            for session in self.sessions.all()
+            if session.request is not None and session.request.space == space
+        )
 
     async def cancel(self, session: Session, user_id: str) -> None:
         """Publish a cancel on the cancel queue and tell the session's renderer at once."""

@@ -4,9 +4,11 @@ Queue figures come from passive declares (``message_count``, ``consumer_count``)
 nothing and need no management plugin; the engine's health from its ``/healthz``: whether it
 is answering, its counts, and its knowledge base (``answering`` and ``knowledge_base``). An
 engine that does not report its knowledge base leaves the local ``CONCIERGE_KB_PATH`` file to
-show, labelled as local. An engine that runs but cannot answer (its model server down, with
-``CONCIERGE_BACKEND=openai``) is shown running, with what it waits for. Exit 0 when an engine
-is there to answer, 1 otherwise, 69 (from ``main``) when the broker cannot be reached.
+show, labelled as local. With spaces (docs/spaces.md), a table of each space's requests since
+the engine started and its knowledge base. An engine that runs but cannot answer (its model
+server down, with ``CONCIERGE_BACKEND=openai``) is shown running, with what it waits for. Exit
+0 when an engine is there to answer, 1 otherwise, 69 (from ``main``) when the broker cannot be
+reached.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from broker.peek import peek_queues
 from broker.protocol import Names
 from config.settings import Settings
 from config.urls import masked_url
+from engine.health import OUTCOMES
 from engine.knowledge.store import KnowledgeBase
 
 Health = dict[str, Any]  # the JSON of /healthz
@@ -124,6 +127,8 @@ async def status_command(
     else:
         console.print(health_table(health, url))
         console.print(requests_table(health))
+        if (by_space := spaces_table(health)) is not None:
+            console.print(by_space)
     console.print(await knowledge_line(settings, health))
     return 0 if state.answers else 1
 
@@ -231,6 +236,40 @@ def requests_table(health: Health) -> Table:
         counts = {"started": health["started"], **counts}
     table = Table(*counts, title="requests since the engine started")
     table.add_row(*(str(count) for count in counts.values()))
+    return table
+
+
+def spaces_table(health: Health) -> Table | None:
+    """Each space's share of the engine's work since it started (what runs now, the requests
+    it began and how they ended) and its knowledge base; None with one space (the tables
+    above are its) or an engine too old to say. What waits is not shown by space: it is one
+    FIFO queue, and the engine learns a request's space only when it takes it."""
+    spaces = health.get("spaces")
+    if not isinstance(spaces, dict) or len(spaces) < 2:
+        return None
+    now: dict[str, list[str]] = {}
+    for job in ("answering", "rescraping"):
+        if isinstance(running := health.get(job), dict):
+            now.setdefault(str(running.get("space")), []).append(job)
+    table = Table(
+        "space",
+        "now",
+        "started",
+        *OUTCOMES,
+        "knowledge base",
+        title="spaces: requests since the engine started",
+        caption="waiting requests are not counted by space (one queue, read in order)",
+    )
+    for name, space in spaces.items():
+        requests = space.get("requests") or {}
+        kb = space.get("knowledge_base")
+        table.add_row(
+            name,
+            ", ".join(now.get(name, [])) or "-",
+            str(space.get("started", 0)),
+            *(str(requests.get(outcome, 0)) for outcome in OUTCOMES),
+            kb_text(kb) if isinstance(kb, dict) else "-",
+        )
     return table
 
 

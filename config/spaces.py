@@ -6,6 +6,10 @@ serves (docs/spaces.md). A request names its space on the wire (``Request.space`
 space names, and every request without a space, belongs to ``default``: the settings
 themselves. So a deployment without the file runs exactly as before.
 
+``max_waiting`` caps the requests of one space a bot process holds open at once (waiting or
+being answered), so that one busy server cannot fill the one FIFO queue for the others: a
+space's own value, else the file's top-level one, which is also ``default``'s; unset, no cap.
+
 Each space's settings are the deployment's with the space's own overlaid and validated by
 ``Settings`` itself, so a space's site is checked as ``CONCIERGE_SITE_*`` is. Its knowledge
 base sits beside ``CONCIERGE_KB_PATH``, named after the space: one per space, never shared.
@@ -42,6 +46,8 @@ def _id_text(value: object) -> object:
 
 
 PlaceId = Annotated[str, BeforeValidator(_id_text), Field(min_length=1, max_length=200)]
+# A count as TOML writes it: "5" or 5.0 is a mistake to name, not to guess at.
+MaxWaiting = Annotated[int, Field(ge=1, strict=True)]
 
 
 class Places(BaseModel):
@@ -73,12 +79,14 @@ class SpaceEntry(BaseModel):
     greeting: str | None = Field(None, min_length=1, max_length=500)
     locale: Locale | None = None
     admins: tuple[PlaceId, ...] = ()
+    max_waiting: MaxWaiting | None = None
     places: Places = Places()
 
 
 class SpacesFile(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    max_waiting: MaxWaiting | None = None  # every space's that sets none, ``default``'s included
     spaces: dict[SpaceName, SpaceEntry] = Field(min_length=1)
 
 
@@ -92,6 +100,7 @@ class Space:
     greeting: str | None = None  # the engine's answer to "hi" in this space
     admins: frozenset[str] = frozenset()  # who may /rescrape it (for the adapters, later)
     places: Places = field(default_factory=Places)
+    max_waiting: int | None = None  # its requests one bot process holds open; None: no cap
 
 
 class UnknownSpace(ConciergeError):
@@ -103,8 +112,11 @@ class UnknownSpace(ConciergeError):
 class Spaces:
     """Every space by name, ``default`` among them, and which one a place belongs to."""
 
-    def __init__(self, default: Settings, named: Iterable[Space] = ()) -> None:
-        self.default = Space(DEFAULT_SPACE, default)
+    def __init__(
+        self, default: Settings, named: Iterable[Space] = (), max_waiting: int | None = None
+    ) -> None:
+        self.default = Space(DEFAULT_SPACE, default, max_waiting=max_waiting)
+        self._max_waiting = max_waiting  # the file's, for a name it does not have
         self._spaces = {DEFAULT_SPACE: self.default} | {space.name: space for space in named}
         self._places: dict[tuple[str, str], str] = {}  # (kind, id) -> space; checked unique
         self._terminal = DEFAULT_SPACE
@@ -125,6 +137,12 @@ class Spaces:
             known = ", ".join(self._spaces)
             raise UnknownSpace(f"unknown space {name!r}: the spaces are {known} ({VARIABLE})")
         return space
+
+    def max_waiting(self, name: str) -> int | None:
+        """The cap on ``name``'s open requests in one bot process; a name this file does not
+        have gets the file's own (the engine refuses it anyway, but not before it waits)."""
+        space = self._spaces.get(name)
+        return space.max_waiting if space is not None else self._max_waiting
 
     def space_for_place(
         self, platform: Platform, guild_or_team: str | None = None, channel: str | None = None
@@ -172,8 +190,9 @@ def load_spaces(settings: Settings) -> Spaces:
     except ValidationError as error:
         raise _invalid(_problems(error)) from None
     base = path.resolve().parent  # a space's relative site_dir is read beside the file
-    spaces = [_space(settings, name, entry, base) for name, entry in parsed.spaces.items()]
-    return Spaces(settings, spaces)
+    cap = parsed.max_waiting
+    spaces = [_space(settings, name, entry, base, cap) for name, entry in parsed.spaces.items()]
+    return Spaces(settings, spaces, max_waiting=cap)
 
 
 def space_kb_path(kb_path: Path, name: str) -> Path:
@@ -181,9 +200,11 @@ def space_kb_path(kb_path: Path, name: str) -> Path:
     return kb_path.with_name(f"{kb_path.stem}.{name}{kb_path.suffix}")
 
 
-def _space(settings: Settings, name: str, entry: SpaceEntry, base: Path) -> Space:
+def _space(
+    settings: Settings, name: str, entry: SpaceEntry, base: Path, max_waiting: int | None
+) -> Space:
     """The space's settings: the deployment's, its site, persona, locale and knowledge base
-    overlaid, validated as ``Settings`` validates the environment."""
+    overlaid, validated as ``Settings`` validates the environment; its cap, else the file's."""
     if name in RESERVED_NAMES:
         raise _invalid(f"spaces.{name}: the name {name!r} is reserved")
     site = {name: getattr(entry, name) for name in SITE_FIELDS}
@@ -209,6 +230,7 @@ def _space(settings: Settings, name: str, entry: SpaceEntry, base: Path) -> Spac
         greeting=entry.greeting,
         admins=frozenset(entry.admins),
         places=entry.places,
+        max_waiting=entry.max_waiting or max_waiting,
     )
 
 

@@ -12,24 +12,28 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from config.spaces import DEFAULT_SPACE
 from engine.knowledge.models import KbStats
 from engine.knowledge.store import KnowledgeBase
 
 log = logging.getLogger(__name__)
 
 FileIdentity = tuple[int, int, int]  # (inode, mtime in ns, size)
+OUTCOMES = ("done", "cancelled", "failed", "expired")  # how a request ended, as /healthz says
 NextRescrape = Callable[[], datetime | None]  # the schedule's next; None while one is open
 
 
 @dataclass(frozen=True)
 class Running:
-    """A job in progress: the answer being generated, or a rescrape."""
+    """A job in progress: the answer being generated, or a rescrape; and its space."""
 
     session_id: str
+    space: str = DEFAULT_SPACE
     since: float = field(default_factory=time.monotonic)
 
     def report(self) -> dict[str, Any]:
-        return {"session_id": self.session_id, "running_s": round(time.monotonic() - self.since, 2)}
+        running_s = round(time.monotonic() - self.since, 2)
+        return {"session_id": self.session_id, "space": self.space, "running_s": running_s}
 
 
 def running_report(running: Running | None) -> dict[str, Any] | None:

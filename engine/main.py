@@ -15,6 +15,7 @@ from engine.backends.configured import open_backend
 from engine.knowledge.scrape.buildfile import remove_stale_builds
 from engine.metrics import EngineMetrics, serve_metrics
 from engine.schedule import RescrapeSchedule
+from engine.space_status import SpacesReport
 from engine.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -38,8 +39,8 @@ async def run_engine(
     spaces = load_spaces(settings)  # a bad spaces file stops the start here, one line
     metrics = EngineMetrics(settings.engine_name)
     every = settings.rescrape_every
-    schedule = RescrapeSchedule(settings, every) if every is not None else None
-    metrics.watch_knowledge(settings.kb_path, schedule.next_rescrape if schedule else None)
+    schedule = RescrapeSchedule(settings, every, spaces) if every is not None else None
+    metrics.watch_spaces(SpacesReport(spaces, schedule))
     async with serve_metrics(metrics, settings.metrics_host, settings.metrics_port):
         for name in spaces.names:  # it logs each file
             await asyncio.to_thread(remove_stale_builds, spaces.named(name).settings.kb_path)
@@ -65,11 +66,16 @@ async def run_engine(
 def scheduling(
     schedule: RescrapeSchedule | None, worker: Worker
 ) -> contextlib.AbstractAsyncContextManager[None]:
-    """The scheduled rescrapes, queued while the block runs; the worker says whether one of
-    any asker's is running (then the schedule's turn is skipped)."""
+    """The scheduled rescrapes, queued while the block runs; the worker says which space's
+    rescrape is running, if one is (then that space's turn is skipped, another's waits)."""
     if schedule is None:
         return contextlib.nullcontext()
-    return schedule.running(worker.broker, lambda: worker.rescrapes.running is not None)
+
+    def rebuilding() -> str | None:
+        running = worker.rescrapes.running
+        return None if running is None else running.space
+
+    return schedule.running(worker.broker, rebuilding)
 
 
 async def purge_once(worker: Worker) -> None:

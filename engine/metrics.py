@@ -17,7 +17,6 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -27,15 +26,16 @@ from pydantic import BaseModel
 
 from broker.protocol import Cancelled, Done, Expired, Failed, Started
 from config.settings import ConfigError
+from config.spaces import DEFAULT_SPACE
 from engine.feedback.store import UNKNOWN, VoteTotals
-from engine.health import KnowledgeReport, NextRescrape, Running, running_report
+from engine.health import OUTCOMES, Running, running_report
+from engine.space_status import SpacesReport
 
 if TYPE_CHECKING:
     from broker.amqp import Broker
 
 log = logging.getLogger(__name__)
 
-OUTCOMES = ("done", "cancelled", "failed", "expired")
 VOTES = ("up", "down")
 QUEUE_WAIT_BUCKETS_S = (0.05, 0.25, 1, 5, 15, 30, 60, 120, 300, 600)
 TTFT_BUCKETS_S = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30)
@@ -65,8 +65,8 @@ class EngineMetrics:
         self._broker_connected: Check = lambda: False
         self._answering: RunningNow = lambda: None
         self._rescraping: RunningNow = lambda: None
-        self._knowledge: KnowledgeReport | None = None
-        self._knowledge_now: dict[str, Any] | None = None
+        self._spaces: SpacesReport | None = None  # each space's requests and knowledge base
+        self._spaces_now: dict[str, Any] = {}
         self._backend_report: BackendReport | None = None
         self._backend_now: dict[str, Any] | None = None
         self._declare()
@@ -145,9 +145,11 @@ class EngineMetrics:
 
     # --- what the worker calls -----------------------------------------------------------
 
-    def record(self, event: BaseModel) -> None:
-        """Account for one reply event; tokens and progress are ignored, so any event may go
-        through here. Call it once per event sent (a terminal event ends one request)."""
+    def record(self, event: BaseModel, space: str | None = None) -> None:
+        """Account for one reply event of a request (of ``space``); tokens and progress are
+        ignored, so any event may go through here. Call it once per event sent."""
+        if self._spaces is not None and space is not None:
+            self._spaces.record(space, event)
         match event:
             case Started():
                 self.started += 1
@@ -197,9 +199,9 @@ class EngineMetrics:
         """Read the answer being generated and the rescrape running at each ``/healthz``."""
         self._answering, self._rescraping = answering, rescraping
 
-    def watch_knowledge(self, kb_path: Path, next_rescrape: NextRescrape | None = None) -> None:
-        """Report the knowledge base at ``kb_path`` (the engine's own) in ``/healthz``."""
-        self._knowledge = KnowledgeReport(kb_path, next_rescrape)
+    def watch_spaces(self, report: SpacesReport) -> None:
+        """Report each space in ``/healthz``, and ``default``'s knowledge base on its own."""
+        self._spaces = report
 
     def watch_backend(self, report: BackendReport) -> None:
         """Ask the backend at each ``/healthz`` what it is and whether its server answers."""
@@ -229,8 +231,8 @@ class EngineMetrics:
 
     async def refresh_health(self) -> None:
         """Read what ``health`` reports from disk: called before each ``/healthz``."""
-        if self._knowledge is not None:
-            self._knowledge_now = await asyncio.to_thread(self._knowledge.read)
+        if self._spaces is not None:
+            self._spaces_now = await asyncio.to_thread(self._spaces.read)
         if self._backend_report is not None:
             try:
                 report = self._backend_report()
@@ -256,7 +258,8 @@ class EngineMetrics:
             "requests": dict(self.outcomes),
             "answering": running_report(self._answering()),
             "rescraping": running_report(self._rescraping()),
-            "knowledge_base": self._knowledge_now,
+            "knowledge_base": self._spaces_now.get(DEFAULT_SPACE, {}).get("knowledge_base"),
+            "spaces": self._spaces_now or None,
             "backend": self._backend_now,
         }
 

@@ -112,7 +112,7 @@ class Worker:
         and an answer's end recorded for feedback."""
 
         def on_event(event: ReplyEvent) -> None:
-            self.metrics.record(event)
+            self.metrics.record(event, request.space)
             self.feedback.answer_ended(request, event)
             if isinstance(event, TerminalEvent):
                 self._answered[request.session_id] = replies
@@ -286,7 +286,7 @@ class Worker:
         log.info("started (%s%s)", request.type, f", attempt {attempt}" if attempt > 1 else "")
         # A rescrape's ``run`` starts its task and returns without yielding to the event loop,
         # so nobody ever sees it here: it reports itself (``rescrapes.running``).
-        self.answering = Running(request.session_id)
+        self.answering = Running(request.session_id, request.space)
         try:
             await job.run(request, replies)
         finally:

@@ -261,7 +261,7 @@ async def test_a_turn_is_skipped_while_a_rescrape_runs(
 ) -> None:
     schedule = RescrapeSchedule(settings, timedelta(seconds=0.05))
 
-    async with schedule.running(broker, rescrape_running=lambda: True):
+    async with schedule.running(broker, rescrape_running=lambda: "default"):
         await schedule_log.until("scheduled rescrape skipped: a rescrape is running", count=2)
 
     assert (await broker.request_queue_counts()).messages == 0  # none queued

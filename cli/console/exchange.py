@@ -19,6 +19,7 @@ class Exchange:
 
     session_id: str
     kind: str = "ask"
+    space: str | None = None  # from its copy; None: known from its events alone
     platform: str = ""
     asker: str = ""
     question: str = ""
@@ -39,6 +40,7 @@ class Exchange:
         return cls(
             session_id=request.session_id,
             kind=request.type,
+            space=request.space,
             platform=request.platform,
             asker=request.user_id,
             question=_short(request.question),
@@ -61,6 +63,7 @@ class Outcome:
 
     session_id: str
     kind: str
+    space: str | None
     platform: str
     asker: str
     question: str
@@ -84,6 +87,7 @@ def waiting_row(exchange: Exchange, position: int, now: float) -> dict[str, Any]
         "session_id": exchange.session_id,
         "position": position,
         "kind": exchange.kind,
+        "space": exchange.space,
         "platform": exchange.platform,
         "asker": exchange.asker,
         "question": exchange.question,
@@ -96,6 +100,7 @@ def running_row(exchange: Exchange, now: float) -> dict[str, Any]:
     return {
         "session_id": exchange.session_id,
         "kind": exchange.kind,
+        "space": exchange.space,
         "platform": exchange.platform,
         "asker": exchange.asker,
         "question": exchange.question,

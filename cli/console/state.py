@@ -35,6 +35,7 @@ TEXT_CHARS = 20_000  # of an answer being generated, shown live
 ENDED_REMEMBERED = 500  # ended sessions, so a late copy of one is not taken for a new one
 OUTCOME_NAMES = {"done": "done", "cancelled": "stopped", "expired": "expired", "failed": "failed"}
 USER_KEY, KIND_KEY = "user", "kind"  # what ConciergeClient adds to every request's context
+UNKNOWN_SPACE = "?"  # not a space's name (config/spaces.py): a request the console saw no copy of
 
 
 @dataclass
@@ -154,6 +155,7 @@ class ConsoleState:
             Outcome(
                 exchange.session_id,
                 exchange.kind,
+                exchange.space,
                 exchange.platform,
                 exchange.asker,
                 exchange.question,
@@ -229,7 +231,21 @@ class ConsoleState:
             "running": [running_row(exchange, now) for exchange in self.running.values()],
             "outcomes": [outcome_row(outcome) for outcome in self.outcomes],
             "tokens_per_s": self._tokens_per_s(),
+            "spaces": self._by_space(),
         }
+
+    def _by_space(self) -> dict[str, dict[str, int]]:
+        """Waiting and running requests by space, of those the console saw queued: a request
+        queued before it started (``unknown_before``), or known from its events alone, has no
+        space it could tell, and is counted under ``"?"``."""
+        shares: dict[str, dict[str, int]] = {}
+        for state, exchanges in (("waiting", self.waiting), ("running", self.running)):
+            for exchange in exchanges.values():
+                share = shares.setdefault(exchange.space or UNKNOWN_SPACE, _no_share())
+                share[state] += 1
+        if self.unknown_before:
+            shares.setdefault(UNKNOWN_SPACE, _no_share())["waiting"] += self.unknown_before
+        return shares
 
     def _tokens_per_s(self) -> dict[str, float | None]:
         """Now (the answer being generated) and the median of the last finished answers."""
@@ -243,3 +259,7 @@ class ConsoleState:
             "now": next((rate for rate in live if rate is not None), None),
             "recent_median": round(statistics.median(done), 1) if done else None,
         }
+
+
+def _no_share() -> dict[str, int]:
+    return {"waiting": 0, "running": 0}

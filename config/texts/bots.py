@@ -76,6 +76,17 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
             "回答待ちの質問がすでに {waiting} 件あります。回答が届いてから次の質問をしてください。"
         ),
     },
+    # a space's cap (config/spaces.py ``max_waiting``): the place, not the asker, is over it
+    "refusal.space_busy": {
+        "en": (
+            "Too many questions asked here are already waiting ({waiting}). "
+            "Please try again in a few minutes."
+        ),
+        "ja": (
+            "ここで聞かれた質問がすでに {waiting} 件回答を待っています。"
+            "数分後にもう一度お試しください。"
+        ),
+    },
     "refusal.queue_full": {
         "en": (
             "I'm busy right now: too many questions are waiting. Please try again in a few minutes."

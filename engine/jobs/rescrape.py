@@ -58,7 +58,7 @@ class RescrapeJob:
     async def run(self, request: Request, replies: Replies) -> None:
         """Start the rebuild and return at once (without awaiting anything: the worker counts
         on it); it sends its own terminal event."""
-        self.running = Running(request.session_id)
+        self.running = Running(request.session_id, request.space)
         stop_reason = self._stop_reason(request, replies.locale)
         site = self.spaces.named(request.space).settings
         self._task = asyncio.create_task(self._rebuild(site, replies, stop_reason))

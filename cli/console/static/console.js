@@ -55,11 +55,29 @@ function renderCounts(queue) {
   if (queue.waiting_listed > queue.waiting.length) {
     parts.push(`${queue.waiting.length} ${t("listed")}`);
   }
+  const bySpace = spacesText(queue.spaces ?? {});
+  if (bySpace) parts.push(bySpace);
   document.getElementById("waiting-detail").textContent = parts.join(" · ");
   const rate = queue.tokens_per_s;
   document.getElementById("rate-now").textContent = rate.now ?? rate.recent_median ?? "–";
   document.getElementById("rate-detail").textContent =
     rate.recent_median !== null ? `${t("recent")}: ${rate.recent_median}` : "";
+}
+
+// Waiting per space, of the requests the console saw queued ("?": queued before it started);
+// shown once a named space appears (a deployment without a spaces file has only "default").
+function spacesText(spaces) {
+  const named = Object.keys(spaces).some((name) => name !== "default" && name !== "?");
+  if (!named) return "";
+  const shares = Object.entries(spaces)
+    .filter(([, share]) => share.waiting > 0)
+    .map(([name, share]) => `${name === "?" ? t("unknown_space") : name} ${share.waiting}`);
+  return shares.length ? `${t("by_space")}: ${shares.join(", ")}` : "";
+}
+
+// The platform, and the space when it is a named one.
+function where(row) {
+  return row.space && row.space !== "default" ? `${row.platform} · ${row.space}` : row.platform;
 }
 
 function renderKnowledge(state) {
@@ -89,7 +107,7 @@ function renderRunning(queue) {
   box.replaceChildren(
     ...answers.map((row) => {
       const meta = [
-        row.platform, row.asker, `${t("waited_for")} ${seconds(row.waited_s)}`,
+        where(row), row.asker, `${t("waited_for")} ${seconds(row.waited_s)}`,
         `${t("running_for")} ${seconds(row.running_s)}`, `${row.tokens} ${t("tokens")}`,
         row.tokens_per_s !== null ? `${row.tokens_per_s} ${t("per_s")}` : null,
         row.stop_by ? `${t("stop_asked")} ${row.stop_by}` : null,
@@ -110,7 +128,7 @@ function renderWaiting(queue) {
     el(
       "tr", { "data-session": row.session_id },
       el("td", {}, String(row.position)),
-      el("td", {}, row.platform),
+      el("td", {}, where(row)),
       el("td", {}, row.asker),
       el("td", { class: "question" }, row.kind === "rescrape" ? t("rescrape") : row.question),
       el("td", {}, seconds(row.waited_s)),
@@ -127,7 +145,7 @@ function renderOutcomes(queue) {
       "tr", { "data-session": row.session_id, "data-outcome": row.outcome },
       el("td", {}, clock(row.ended_at)),
       el("td", {}, el("span", { class: `badge ${row.outcome}` }, t(row.outcome))),
-      el("td", {}, row.platform),
+      el("td", {}, where(row)),
       el("td", {}, row.asker),
       el("td", { class: "question" }, row.kind === "rescrape" ? t("rescrape") : row.question),
       el("td", {}, String(row.tokens)),
