@@ -9,8 +9,10 @@ same forms the search looked for.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from engine.answering.english import is_common_word
 from engine.knowledge.query import (
     KANJI_RE,
     STOPWORDS,
@@ -43,11 +45,14 @@ class Need:
     kanji weighs double), met by any of the question's terms that contain it. An
     ``optional`` need (a particle, a verb, a framing word) is how the question asks, not
     what it asks about: the relevance decision leaves it out, the evidence uses it to
-    choose between sentences that meet the same required needs."""
+    choose between sentences that meet the same required needs. A ``named`` need is an
+    English word outside the common vocabulary (``english.py``): a name or a term, which an
+    answer holds as it is."""
 
     forms: tuple[str, ...]
     weight: float
     optional: bool = False
+    named: bool = False  # a word rare in English: a name or a term ("yaml", "mkdtemp")
 
 
 def question_needs(question: str) -> list[Need]:
@@ -60,8 +65,14 @@ def question_needs(question: str) -> list[Need]:
                 needs += _cjk_needs(run)
             elif run not in STOPWORDS:
                 optional = run in FRAMING_WORDS
-                needs += [Need((term,), len(run), optional) for term in latin_terms(run)]
+                named = not optional and not is_common_word(run)
+                needs += [Need((term,), len(run), optional, named) for term in latin_terms(run)]
     return needs
+
+
+def named_terms(needs: Sequence[Need]) -> list[str]:
+    """The forms of the ``named`` needs: the terms a site either uses or does not."""
+    return list(dict.fromkeys(form for need in needs if need.named for form in need.forms))
 
 
 def met(need: Need, text: str) -> bool:

@@ -18,8 +18,12 @@ the site must show that it answers the question, in one of two ways:
 
 And a question that names something the site never mentions (a function, a flag, a file type:
 ``itertools.batched()``, ``--tls-cert``, ``.xlsx``) is not on it, however close the rest of
-its words: documentation answers about what it documents. The thresholds were chosen on the
-project's eval (docs/quality.md, "Is it on the site?").
+its words: documentation answers about what it documents. Likewise a question naming a term
+the site does use elsewhere ("Which function parses a YAML file into a dict?": a word rare in
+English, ``needs.named_terms``) is answered only by an article that holds it: the JSON page
+meets every other word of that question. A rare word the site never uses is left to the rule
+before (it may be a typo: "enviroment"). The thresholds were chosen on the project's eval
+(docs/quality.md, "Is it on the site?").
 
 A follow-up ("and how much is the ticket?") rarely names its subject: when the question
 alone is not on the site, the question with the asker's earlier ones (as the search read
@@ -28,7 +32,7 @@ it) may be.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
 from engine.answering.needs import Need, met, question_needs
@@ -61,48 +65,59 @@ def on_site_passages(
     found: Sequence[Passage],
     *,
     unknown_names: Sequence[str] = (),
+    site_terms: Set[str] = frozenset(),
     follow_up_of: str = "",
 ) -> list[Passage]:
     """The best passages of the article that answers ``question``, in rank order; [] when it
     is not on the site (say so, and cite nothing). ``unknown_names`` are the names the
-    question gives that the site never mentions."""
+    question gives that the site never mentions; ``site_terms`` the terms it names that the
+    site does use (an answering article must hold those)."""
     if unknown_names:
         return []
-    best = best_article(question, found)
+    best = best_article(question, found, site_terms)
     if not best.on_site and follow_up_of:
-        best = best_article(follow_up_of, found)
+        best = best_article(follow_up_of, found, site_terms)
     if not best.on_site:
         return []
     return [passage for passage in found if passage.url == best.url][:PASSAGES_USED]
 
 
-def best_article(question: str, passages: Sequence[Passage]) -> BestArticle:
+def best_article(
+    question: str, passages: Sequence[Passage], site_terms: Set[str] = frozenset()
+) -> BestArticle:
     """The article whose passages meet the largest share of the question's needs, when one
     meets enough; else the article of the passage nearest in meaning (the search's order
-    breaks a tie)."""
+    breaks a tie). An article without one of ``site_terms`` the question names meets none."""
     needs = question_needs(question)
     articles = _articles(passages)
     by_words = BestArticle(url=None, share=0.0)
     for url, text in articles.items() if needs else ():
-        share = share_met(needs, text)
+        share = share_met(needs, text, site_terms)
         if share > by_words.share:
             by_words = BestArticle(url, share, _cosine(url, passages))
     if by_words.share >= WORDS_SHARE or not passages:
         return by_words
     nearest = max(passages, key=lambda passage: passage.similarity)
-    share = share_met(needs, articles[nearest.url]) if needs else 0.0
+    share = share_met(needs, articles[nearest.url], site_terms) if needs else 0.0
     across = language_of(question) != language_of(nearest.text)
     return BestArticle(nearest.url, share, nearest.similarity, across)
 
 
-def share_met(needs: Sequence[Need], text: str) -> float:
+def share_met(needs: Sequence[Need], text: str, site_terms: Set[str] = frozenset()) -> float:
     """The weighted share of the required ``needs`` met by ``text`` (optional ones, the
-    particles and the framing words, do not count: met or not, they say nothing of the topic)."""
+    particles and the framing words, do not count: met or not, they say nothing of the topic);
+    0 when ``text`` lacks a named need the site uses (``site_terms``)."""
     lowered = text.lower()
     required = [need for need in needs if not need.optional]
+    if any(_lacks_site_term(need, lowered, site_terms) for need in required):
+        return 0.0
     total = sum(need.weight for need in required)
     met_weight = sum(need.weight for need in required if met(need, lowered))
     return met_weight / total if total else 0.0
+
+
+def _lacks_site_term(need: Need, lowered: str, site_terms: Set[str]) -> bool:
+    return need.named and not met(need, lowered) and any(f in site_terms for f in need.forms)
 
 
 def _cosine(url: str, passages: Sequence[Passage]) -> float:

@@ -13,6 +13,9 @@ the site decides what the model may say, and most decisions are taken before it 
    assistant and a note after it says that is not the site's answer.
 4. **On the site?** (``on_site.py``, the one rule): if no section answers the question, one
    sentence says so in its language; no model, no source (costs nothing, invents nothing).
+   The names and terms the question gives are looked up on the whole site first: one the
+   site never mentions ("itertools.batched()") refuses it; one it mentions elsewhere
+   ("YAML") must be in the answering article.
 5. **The quote** that backs the answer (``evidence.py``): the section's sentence that best
    meets the question, shown with its link after the answer, so a reader can check it.
 6. **Who writes**: the model, when it writes the question's language
@@ -39,7 +42,7 @@ from engine.answering.history import (
     as_messages,
     search_text,
 )
-from engine.answering.needs import code_names
+from engine.answering.needs import code_names, named_terms, question_needs
 from engine.answering.on_site import on_site_passages
 from engine.answering.prompt import PromptBuilder
 from engine.answering.smalltalk import small_talk, without_small_talk
@@ -112,10 +115,15 @@ class AnswerPlanner:
             messages, fitted = self.prompts.build(question, history)
             return Plan("no_articles", language, note=words.no_articles, messages=messages,
                         history=fitted)  # fmt: skip
-        names = code_names(asked)  # 4: "itertools.batched()" must be on the site
+        names = code_names(asked)  # 4: "itertools.batched()" must be on the site,
         unknown = sorted(set(names) - self.kb.mentions(names))
+        site_terms = self.kb.mentions(named_terms(question_needs(searched)))  # "YAML" on it
         passages = on_site_passages(
-            asked, found, unknown_names=unknown, follow_up_of=searched if history else ""
+            asked,
+            found,
+            unknown_names=unknown,
+            site_terms=site_terms,
+            follow_up_of=searched if history else "",
         )
         if not passages:
             return Plan("not_on_site", language, note=words.not_on_site)

@@ -1,0 +1,73 @@
+"""A question naming a term the site uses elsewhere is answered only by a page that holds it
+(engine/answering/on_site.py), on real documentation pages (eval/realdocs)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from broker.protocol import make_request
+from config.settings import Settings
+from engine.answering.english import is_common_word
+from engine.answering.needs import named_terms, question_needs
+from engine.answering.pipeline import AnswerPlanner
+from engine.knowledge.scrape.builder import build_kb
+from engine.knowledge.scrape.extract import extract_article
+
+SITE = Path(__file__).resolve().parent.parent / "eval" / "realdocs" / "site"
+BASE = "http://docs.example"
+PAGES = ("library/json.html", "howto/logging.html", "library/tempfile.html")
+
+
+@pytest.fixture
+def planner(settings: Settings) -> AnswerPlanner:
+    """Three real pages: the JSON module's without its one note naming YAML ("JSON is a
+    subset of YAML 1.2", which a search among 72 pages does not bring up for the question, and
+    a search among three does), logging's, which names YAML, and tempfile's."""
+    articles = []
+    for path in PAGES:
+        url = f"{BASE}/{path}"
+        article = extract_article((SITE / path).read_bytes(), url).article(url)
+        if path.endswith("json.html"):
+            kept = tuple(s for s in article.sections if "yaml" not in s.text.lower())
+            assert len(kept) < len(article.sections)
+            article = replace(article, sections=kept)
+        articles.append(article)
+    build_kb(settings.kb_path, settings.kb_path, articles, [], datetime.now(UTC))
+    return AnswerPlanner(settings, lambda messages: 0)
+
+
+def plan_for(planner: AnswerPlanner, question: str) -> tuple[str, tuple[str, ...]]:
+    plan = planner.plan(make_request(reply_to="b", user_id="u", question=question, ttl_s=9))
+    return plan.step, plan.sources
+
+
+def test_a_term_the_site_uses_must_be_on_the_answering_page(planner: AnswerPlanner) -> None:
+    assert plan_for(planner, "Which function parses a JSON file into a Python dict?") == (
+        "model",
+        (f"{BASE}/library/json.html",),
+    )
+    # Every other word is on the JSON page; YAML is on the site, not in what answers.
+    assert plan_for(planner, "Which function parses a YAML file into a Python dict?") == (
+        "not_on_site",
+        (),
+    )
+
+
+def test_a_rare_word_the_site_never_uses_does_not_refuse_the_question(
+    planner: AnswerPlanner,
+) -> None:
+    """A typo is as rare as a name: only a term the site uses elsewhere decides."""
+    step, sources = plan_for(planner, "Which function parses a JSON file into a Python dictonary?")
+
+    assert (step, sources) == ("model", (f"{BASE}/library/json.html",))
+
+
+def test_common_words_are_a_newcomers_and_rare_ones_name_something() -> None:
+    assert all(is_common_word(w) for w in ("lottery", "folder", "remove", "scores", "pin"))
+    assert not any(is_common_word(w) for w in ("yaml", "mkdtemp", "lru_cache", "tls", "xlsx"))
+    needs = question_needs("How do I load YAML settings into a dict?")
+    assert named_terms(needs) == ["yaml", "dict"]
