@@ -26,8 +26,10 @@ class Ask:
     ``history_cut`` says that older messages of it were left out (the answer then says so).
     ``locale`` is the asker's, as the platform tells it (None: ``CONCIERGE_LOCALE``): the
     bot's own texts, and a rescrape's progress, come in it. ``space`` is the space whose site
-    and persona answer (config/spaces.py); the Discord and Slack adapters do not route by
-    place yet, so theirs is always ``default``.
+    and persona answer (config/spaces.py): the Discord and Slack adapters take the one their
+    place belongs to (``Access.space_at``: the channel a space names, a thread by its parent
+    too, else its server or workspace; a Discord DM and a place no space names: ``default``),
+    the terminal its ``--space`` or the space naming the terminal.
     """
 
     question: str

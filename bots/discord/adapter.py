@@ -5,9 +5,13 @@ Only translation lives here: a Discord event becomes an ``Ask`` or a stop for th
 (Stop, 👍 / 👎) are ``bots.discord.buttons``. No privileged intent is needed: Discord sends a
 message's content to a bot mentioned in it, or messaged directly, anyway.
 
+Each question, follow-up and ``/rescrape`` goes to the space of its place (``space_of``: the
+channel a space names, a thread by its parent too, else the server's; a DM is ``default``'s);
+the persona's name is the bot's nickname in the servers a space names (``bots.discord.persona``).
+
 The bot's own words come in the asker's locale: an interaction's (a slash command, a click),
 else a Community server's preferred locale (a mention carries no user locale; any other server
-reports Discord's default, en-US, whatever its members speak), else ``CONCIERGE_LOCALE``.
+reports Discord's default, en-US, whatever its members speak), else the space's locale.
 
 Rate limits are discord.py's job: it waits out a 429's Retry-After itself, up to
 ``MAX_RATELIMIT_WAIT_S``; a longer one raises, the Renderer logs it and edits again at its next
@@ -31,9 +35,11 @@ from bots.client import ConciergeClient
 from bots.discord.buttons import PERSISTENT_BUTTONS, STOP_EMOJI
 from bots.discord.commands import CatalogueTranslator, register_commands
 from bots.discord.history import DiscordConversations, mention_pattern, replied_to
+from bots.discord.persona import show_persona_names
 from bots.discord.sink import ANSWER_MAX_CHARS, NO_MENTIONS, AnyMessage, DiscordSink
 from bots.history import HISTORY_TURN_MAX_CHARS, History
 from config.settings import Settings
+from config.spaces import DEFAULT_SPACE, Spaces
 from config.texts import Locale, locale_of, t
 
 log = logging.getLogger(__name__)
@@ -57,6 +63,7 @@ def gateway_intents() -> discord.Intents:
 class ConciergeBot(discord.Client):
     """The Discord bot: one per process, asking through ``concierge``.
 
+    ``spaces`` say which space a server or channel asks (None: ``default`` everywhere);
     ``options`` go to ``discord.Client`` (tests pass ``guild_ready_timeout``);
     ``answer_max_chars`` is the body's room per message, the footer's room already set aside.
     """
@@ -66,13 +73,15 @@ class ConciergeBot(discord.Client):
         settings: Settings,
         concierge: ConciergeClient,
         *,
+        spaces: Spaces | None = None,
         answer_max_chars: int = ANSWER_MAX_CHARS,
         **options: Any,
     ) -> None:
         options.setdefault("max_ratelimit_timeout", MAX_RATELIMIT_WAIT_S)
         super().__init__(intents=gateway_intents(), allowed_mentions=NO_MENTIONS, **options)
         self.settings = settings
-        self.access = Access.from_settings(settings)
+        self.spaces = spaces or Spaces(settings)
+        self.access = Access.from_settings(settings, self.spaces)
         self.concierge = concierge
         self.answers = Answers[int](
             concierge,
@@ -86,22 +95,32 @@ class ConciergeBot(discord.Client):
         )
         self.tree = app_commands.CommandTree(self)
 
-        # Shown to members with Manage Server, in servers only (a server can change who sees
-        # it); the bot's own admin check still decides.
+        # In servers only. Shown to members with Manage Server (a server can change who sees
+        # it), unless a space names admins of its own: a bot cannot show a command to chosen
+        # users, and they may lack Manage Server, so then every member sees it. The bot's own
+        # admin check decides either way.
         description = app_commands.locale_str(
             t("discord.rescrape_description", "en"), key="discord.rescrape_description"
         )
 
         @self.tree.command(name="rescrape", description=description)
-        @app_commands.default_permissions(manage_guild=True)
         @app_commands.guild_only()
         async def rescrape(interaction: discord.Interaction) -> None:
             await self.on_rescrape(interaction)
+
+        if not any(self.spaces.named(name).admins for name in self.spaces.names):
+            rescrape.default_permissions = discord.Permissions(manage_guild=True)
 
     async def setup_hook(self) -> None:
         self.add_dynamic_items(*PERSISTENT_BUTTONS)  # the buttons of answers posted before too
         await self.tree.set_translator(CatalogueTranslator())
         await register_commands(self, self.tree)  # ours only, and only when changed
+
+    async def on_ready(self) -> None:
+        await show_persona_names(self.guilds, self.access)
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        await show_persona_names([guild], self.access)
 
     async def close(self) -> None:
         """Stop the answers still shown (or hand them to the next process), then disconnect."""
@@ -114,7 +133,8 @@ class ConciergeBot(discord.Client):
         question = self.question_in(message)
         if question is None:
             return
-        locale = self.locale_in(message.guild)
+        space = self.space_of(message.guild.id if message.guild else None, message.channel)
+        locale = self.locale_in(message.guild, space)
         if not question:
             await self._reply(message, self.help_text(locale))
             return
@@ -132,6 +152,7 @@ class ConciergeBot(discord.Client):
             history=history.turns,
             history_cut=history.cut,
             locale=locale,
+            space=space,
         )
         stage = self._stage(message.channel, message)
         self.answers.start(ask, stage, lambda text: self._reply(message, text))
@@ -156,10 +177,11 @@ class ConciergeBot(discord.Client):
     def help_text(self, locale: Locale) -> str:
         return t("discord.help", locale, mention=self.user.mention if self.user else "@me")
 
-    def locale_in(self, guild: discord.Guild | None) -> Locale:
-        """The locale of a message there: a Community server's preferred one, else ours (a DM,
-        or a server that cannot choose one: it always reports en-US)."""
-        fallback = self.settings.locale
+    def locale_in(self, guild: discord.Guild | None, space: str = DEFAULT_SPACE) -> Locale:
+        """The locale of a message there: a Community server's preferred one, else the space's
+        (a DM, or a server that cannot choose one: it always reports en-US)."""
+        named = self.spaces.get(space)
+        fallback = named.settings.locale if named is not None else self.settings.locale
         if guild is None or "COMMUNITY" not in guild.features:
             return fallback
         return locale_of(guild.preferred_locale.value, fallback)
@@ -167,6 +189,14 @@ class ConciergeBot(discord.Client):
     def locale_for(self, interaction: discord.Interaction[Any]) -> Locale:
         """The locale of whoever used a command or clicked a button: their client's own."""
         return locale_of(interaction.locale.value, self.locale_in(interaction.guild))
+
+    def space_of(self, guild_id: int | None, channel: object) -> str:
+        """The space a message there asks: a channel a space names (a thread by its own id,
+        then its parent's), else its server's; a DM is ``default``'s."""
+        if guild_id is None:
+            return DEFAULT_SPACE
+        ids = (getattr(channel, "id", None), getattr(channel, "parent_id", None))
+        return self.access.space_at("discord", str(guild_id), *(str(i) for i in ids if i))
 
     def place_allowed(self, guild_id: int | None, channel: object) -> bool:
         """The allow-lists, when set: a DM is in no guild; a thread counts as its parent too."""
@@ -219,12 +249,19 @@ class ConciergeBot(discord.Client):
         permissions: discord.Permissions | None = None,
     ) -> bool:
         """A configured admin user or role, or the guild's Administrator or Manage Server."""
-        if member is None:  # a DM: no roles, no server permissions
-            return self.access.is_admin(str(user_id))
-        granted = permissions if permissions is not None else member.guild_permissions
-        roles = [str(role.id) for role in member.roles]
-        server_admin = granted.administrator or granted.manage_guild
+        roles, server_admin = _standing(member, permissions)
         return self.access.is_admin(str(user_id), roles, platform_admin=server_admin)
+
+    def may_rescrape(
+        self,
+        space: str,
+        user_id: int,
+        member: discord.Member | None,
+        permissions: discord.Permissions | None = None,
+    ) -> bool:
+        """An admin (``is_admin``), or one of ``space``'s own admins by user or role id."""
+        roles, server_admin = _standing(member, permissions)
+        return self.access.may_rescrape(space, str(user_id), roles, platform_admin=server_admin)
 
     # --- /rescrape ------------------------------------------------------------------------
 
@@ -237,9 +274,10 @@ class ConciergeBot(discord.Client):
         member = interaction.user if isinstance(interaction.user, discord.Member) else None
         permissions = interaction.permissions if member is not None else None
         locale = self.locale_for(interaction)
+        space = self.space_of(interaction.guild_id, channel)
         if channel is None or not self.place_allowed(interaction.guild_id, channel):
             refusal: str | None = t("refusal.not_here", locale)
-        elif not self.is_admin(interaction.user.id, member, permissions):
+        elif not self.may_rescrape(space, interaction.user.id, member, permissions):
             refusal = t("refusal.not_admin", locale)
         else:
             refusal = None
@@ -249,7 +287,18 @@ class ConciergeBot(discord.Client):
             return
         asker = str(interaction.user.id)
         place = {"channel": str(getattr(channel, "id", ""))}
-        ask = Ask("", asker, "rescrape", place=place, locale=locale)
+        ask = Ask("", asker, "rescrape", place=place, locale=locale, space=space)
         stage = self._stage(channel, None, votes=False)
         say = interaction.followup.send  # ephemeral: only the admin sees why it was not queued
         self.answers.start(ask, stage, lambda text: say(text, ephemeral=True))
+
+
+def _standing(
+    member: discord.Member | None, permissions: discord.Permissions | None
+) -> tuple[list[str], bool]:
+    """A user's role ids, and whether the server makes them an admin (Administrator or Manage
+    Server, in the channel's ``permissions`` when known); in a DM, neither."""
+    if member is None:
+        return [], False
+    granted = permissions if permissions is not None else member.guild_permissions
+    return [str(role.id) for role in member.roles], granted.administrator or granted.manage_guild

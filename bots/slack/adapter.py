@@ -6,13 +6,17 @@ the shared ``Answers``, which shows each answer through a ``SlackSink``. Listene
 and start: each answer runs in a task of its own, so Slack is acknowledged at once (slash
 commands must be within 3 s) and Bolt's scheduling never decides how long an answer may take.
 Every text the bot writes itself is in the asker's language (``SlackPeople.locale``).
+
+Each question, follow-up and ``/rescrape`` goes to the space of its place (``Access.space_at``:
+its channel if a space names it, else its workspace's); the persona's ``bot_name`` is the
+``username`` of the messages the bot posts there (Slack shows it with the
+``chat:write.customize`` scope, and ignores it without).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from cachetools import LRUCache
@@ -27,9 +31,11 @@ from bots.history import HISTORY_TURN_MAX_CHARS, History
 from bots.slack.format import BODY_CHARS, STOP_REACTION, asked_line, question_from_mention, unescape
 from bots.slack.history import Me, SlackConversations
 from bots.slack.people import SlackPeople
+from bots.slack.place import Where, team_of, workspace_of
 from bots.slack.sink import Native, SlackMessage, SlackSink, TellAsker
 from bots.slack.votes import SlackVotes
 from config.settings import Settings
+from config.spaces import DEFAULT_SPACE, Spaces
 from config.texts import Locale, t
 
 log = logging.getLogger(__name__)
@@ -40,7 +46,8 @@ SEEN_MENTIONS_MAX = 1000  # remembered (channel, ts) of mentions, so Slack's ret
 
 
 class SlackAdapter:
-    """Registers the listeners on ``app``; ``answers`` follows every answer they start."""
+    """Registers the listeners on ``app``; ``answers`` follows every answer they start.
+    ``spaces`` say which space a workspace or channel asks (None: ``default`` everywhere)."""
 
     def __init__(
         self,
@@ -48,10 +55,11 @@ class SlackAdapter:
         client: ConciergeClient,
         app: AsyncApp,
         *,
+        spaces: Spaces | None = None,
         max_chars: int = BODY_CHARS,
     ) -> None:
         self.settings = settings
-        self.access = Access.from_settings(settings)
+        self.access = Access.from_settings(settings, spaces or Spaces(settings))
         self.web = app.client
         self.answers = Answers[tuple[str, str]](
             client,
@@ -88,12 +96,13 @@ class SlackAdapter:
         thread_ts = event.get("thread_ts") or ts
         user_id = event.get("user", "")
         locale = await self.people.locale(user_id)
+        space = self.space_of(workspace_of(event, context), channel)
         question = question_from_mention(event.get("text", ""), context.bot_user_id)
         if not question:
-            await self._say(channel, thread_ts, t("slack.mention_usage", locale))
+            await self._say(channel, thread_ts, t("slack.mention_usage", locale), space)
             return
         history = await self._history(event, context) if event.get("thread_ts") else None
-        where = Where(channel, thread_ts, ts, team=_team(event, context))
+        where = Where(channel, thread_ts, ts, team=team_of(event, context), space=space)
         self._answer(question, user_id, locale, where, history=history)
 
     async def on_message(self, event: dict[str, Any], context: AsyncBoltContext) -> None:
@@ -115,7 +124,8 @@ class SlackAdapter:
         if history is not None:  # else the bot has not answered in this thread
             user_id = event.get("user", "")
             locale = await self.people.locale(user_id)
-            where = Where(channel, thread_ts, ts, team=_team(event, context))
+            space = self.space_of(workspace_of(event, context), channel)
+            where = Where(channel, thread_ts, ts, team=team_of(event, context), space=space)
             self._answer(question, user_id, locale, where, history=history)
 
     async def on_ask(self, ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
@@ -135,24 +145,27 @@ class SlackAdapter:
             async def tell(text: str) -> None:
                 await respond(text=text, response_type="ephemeral")
 
-            where = Where(channel, None, team=command.get("team_id", ""))
+            team = command.get("team_id", "")
+            where = Where(channel, None, team=team, space=self.space_of(team, channel))
             heading = asked_line(name, question, locale)
             self._answer(question, user_id, locale, where, heading=heading, tell=tell)
 
     async def on_rescrape(
         self, ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond
     ) -> None:
-        """``/rescrape`` (admins): the engine rebuilds the knowledge base; progress is shown."""
+        """``/rescrape`` (admins, and the space's own): the engine rebuilds the knowledge base
+        of the channel's space; progress is shown."""
         channel, user_id = command.get("channel_id", ""), command.get("user_id", "")
         locale = await self.people.locale(user_id)
         if not self.access.allows_channel(channel):
             await ack(text=t("refusal.not_here", locale))
             return
         await ack()
-        if not await self.is_admin(user_id):
+        space = self.space_of(command.get("team_id", ""), channel)
+        if not await self.may_rescrape(space, user_id):
             await respond(text=t("refusal.not_admin", locale), response_type="ephemeral")
             return
-        self._answer("", user_id, locale, Where(channel, None), kind="rescrape")
+        self._answer("", user_id, locale, Where(channel, None, space=space), kind="rescrape")
 
     async def on_reaction(self, event: dict[str, Any]) -> None:
         """:octagonal_sign: on a question or an answer, by the asker or an admin, stops it."""
@@ -202,10 +215,11 @@ class SlackAdapter:
         asker a refusal."""
         place = where.place() | ({"heading": heading} if heading else {})
         history = history or History()
-        ask = Ask(question, user_id, kind, place, history.turns, history.cut, locale=locale)
+        ask = Ask(question, user_id, kind, place, history.turns, history.cut, locale, where.space)
         stage = self._stage(place, tell, recipient=(user_id, where.team))
-        channel, thread_ts = where.channel, where.thread_ts
-        self.answers.start(ask, stage, tell or (lambda text: self._say(channel, thread_ts, text)))
+        channel, thread_ts, space = where.channel, where.thread_ts, where.space
+        say = tell or (lambda text: self._say(channel, thread_ts, text, space))
+        self.answers.start(ask, stage, say)
 
     def _stage(
         self,
@@ -213,9 +227,9 @@ class SlackAdapter:
         tell: TellAsker | None = None,
         recipient: tuple[str, str] = ("", ""),
     ) -> SlackSink:
-        """Where an answer goes: ``place`` names the channel, the thread and the question (and
-        after a restart, the first message). A question or a heading makes it an answer to
-        vote on (a rescrape has neither)."""
+        """Where an answer goes: ``place`` names the channel, the thread, the question and the
+        space (and after a restart, the first message). A question or a heading makes it an
+        answer to vote on (a rescrape has neither)."""
         channel, thread_ts = place["channel"], place.get("thread") or None
         question_ts = place.get("question")
         question = SlackMessage(channel, question_ts, thread_ts) if question_ts else None
@@ -231,6 +245,7 @@ class SlackAdapter:
             recipient=recipient,
             votes=bool(question_ts or heading),
             native=self.native,
+            username=self.access.bot_name(place.get("space") or DEFAULT_SPACE),
         )
 
     def _resume(self, context: Mapping[str, str]) -> tuple[SlackSink, SlackMessage] | None:
@@ -253,6 +268,18 @@ class SlackAdapter:
         now (asked only of others)."""
         return self.access.is_admin(user_id) or await self.people.is_admin(user_id)
 
+    async def may_rescrape(self, space: str, user_id: str) -> bool:
+        """``is_admin``, or one of ``space``'s own admins (``Access.may_rescrape``); Slack is
+        asked only about someone no list names."""
+        if self.access.may_rescrape(space, user_id):
+            return True
+        workspace_admin = await self.people.is_admin(user_id)
+        return self.access.may_rescrape(space, user_id, platform_admin=workspace_admin)
+
+    def space_of(self, team: str, channel: str) -> str:
+        """The space a message in ``channel`` of the workspace ``team`` asks."""
+        return self.access.space_at("slack", team or None, channel)
+
     async def close(self, grace_s: float = SHUTDOWN_GRACE_S) -> None:
         """Stop every answer in progress (a named bot hands them over instead)."""
         await self.answers.close(grace_s)
@@ -266,9 +293,16 @@ class SlackAdapter:
         self._seen_mentions[key] = None
         return True
 
-    async def _say(self, channel: str, thread_ts: str | None, text: str) -> None:
+    async def _say(
+        self, channel: str, thread_ts: str | None, text: str, space: str = DEFAULT_SPACE
+    ) -> None:
         try:
-            await self.web.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
+            await self.web.chat_postMessage(
+                channel=channel,
+                thread_ts=thread_ts,
+                text=text,
+                username=self.access.bot_name(space),
+            )
         except SlackApiError as error:
             log.warning("slack: could not post in %s: %s", channel, error.response["error"])
 
@@ -289,24 +323,3 @@ class SlackAdapter:
             )
         except SlackApiError as error:
             log.info("slack: could not tell %s: %s", user_id, error.response.get("error"))
-
-
-@dataclass(frozen=True)
-class Where:
-    """Where an answer goes: a channel, the thread (None: in the channel itself), the
-    question's message (a mention's), and the asker's team (Slack streams to a recipient)."""
-
-    channel: str
-    thread_ts: str | None
-    question_ts: str = ""
-    team: str = ""
-
-    def place(self) -> dict[str, str]:
-        """Its entry in the request's context (echoed back; a successor reads it)."""
-        thread = self.thread_ts or ""
-        return {"channel": self.channel, "thread": thread, "question": self.question_ts}
-
-
-def _team(event: Mapping[str, Any], context: AsyncBoltContext) -> str:
-    """The asker's team: their own (a Slack Connect guest's differs), else the workspace's."""
-    return str(event.get("user_team") or event.get("team") or context.team_id or "")

@@ -17,6 +17,7 @@ from bots.client import ConciergeClient
 from bots.slack.adapter import SlackAdapter
 from bots.slack.http import serve_http
 from config.settings import ConfigError, Settings
+from config.spaces import load_spaces
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,11 @@ async def run_slack(
     settings: Settings, stop: asyncio.Event, *, web: AsyncWebClient | None = None
 ) -> None:
     """Run the Slack bot until ``stop`` is set: Socket Mode by default, HTTP if configured.
+    A bad spaces file stops it before it reaches Slack (``ConfigError``).
 
     ``web`` replaces the Web API client (tests in this process use one of their own).
     """
+    spaces = load_spaces(settings)
     bot_token = _required(settings.slack_bot_token, "slack_bot_token")
     socket_mode = settings.slack_mode == "socket"
     if socket_mode:
@@ -56,7 +59,8 @@ async def run_slack(
     await _check_bot_token(web)
     client = ConciergeClient(settings, "slack")
     app = build_app(settings, web)
-    adapter = SlackAdapter(settings, client, app)  # before replies flow: it takes over answers
+    # Before replies flow: it takes over answers.
+    adapter = SlackAdapter(settings, client, app, spaces=spaces)
     async with client:
         try:
             if socket_mode:

@@ -3,7 +3,8 @@
 posted with ``chat.postMessage`` and edited with ``chat.update``. The thread's status says what
 an answer without text waits for (``slack_status``), the bot's own :octagonal_sign: on the
 first message shows how to stop it (as 🛑 on Discord), and a done answer gets Slack's feedback
-buttons (``slack_votes``)."""
+buttons (``slack_votes``). Each message it starts carries the space persona's name
+(``username``; updates keep the name a message was posted with)."""
 
 from __future__ import annotations
 
@@ -81,7 +82,8 @@ class SlackSink:
     ``heading`` (an ``/ask``'s "who asked what") opens the first message; ``first_ts`` is
     known for an answer taken over after a restart. ``tell_asker`` hears why the first message
     could not be posted. ``recipient`` is the asker's (user id, team id); ``votes`` puts the
-    feedback buttons on the answer once it is done; ``native`` is the bot's shared state.
+    feedback buttons on the answer once it is done; ``native`` is the bot's shared state;
+    ``username`` is the persona's name its messages show (None: the app's own).
     """
 
     def __init__(
@@ -97,6 +99,7 @@ class SlackSink:
         recipient: tuple[str, str] = ("", ""),
         votes: bool = False,
         native: Native | None = None,
+        username: str | None = None,
     ) -> None:
         self.web = web
         self.channel = channel
@@ -108,6 +111,7 @@ class SlackSink:
         self.recipient = recipient
         self.votes = votes
         self.native = native or Native()
+        self.username = username
         self.on_post: Callable[[SlackMessage], None] = lambda _: None
         self.session_id = self.asker = ""  # set by ``Answers``, as the locale
         self.locale: Locale = "en"
@@ -192,7 +196,12 @@ class SlackSink:
         markdown = stream_markdown(_streamable(content))
         try:
             stream = await MessageStream.start(
-                self.web, self.channel, thread_ts, markdown, recipient=self.recipient
+                self.web,
+                self.channel,
+                thread_ts,
+                markdown,
+                recipient=self.recipient,
+                username=self.username,
             )
         except SlackApiError as error:
             self.native.streaming.refused(str(error.response.get("error", "unknown")))
@@ -245,6 +254,7 @@ class SlackSink:
                 link_names=False,
                 unfurl_links=False,
                 unfurl_media=False,
+                username=self.username,
             )
         except SlackApiError as error:
             if after is None:  # no answer at all: the asker must hear why, and what to do

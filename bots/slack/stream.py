@@ -122,10 +122,13 @@ class MessageStream:
         markdown: str,
         *,
         recipient: tuple[str, str],
+        username: str | None = None,
     ) -> MessageStream:
         """A new message in ``thread_ts`` showing ``markdown`` (may be empty); raises
         ``SlackApiError`` if Slack refuses, one of ``OUT_OF_REACH`` if it does not answer.
-        ``recipient`` is the asker's (user, team): Slack needs them to stream in a channel."""
+        ``recipient`` is the asker's (user, team): Slack needs them to stream in a channel.
+        ``username`` is the persona's name (Slack's reference lists it for streams; where
+        Slack ignores it, the app's own name shows)."""
         user, team = recipient
         response = await web.chat_startStream(
             channel=channel,
@@ -133,6 +136,7 @@ class MessageStream:
             markdown_text=markdown or None,
             recipient_user_id=user or None,
             recipient_team_id=team or None,
+            username=username,
         )
         ts = response.get("ts")
         if not isinstance(ts, str) or not ts:  # "ok", yet no message to stream into
