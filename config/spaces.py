@@ -96,9 +96,9 @@ class Space:
 
     name: str
     settings: Settings
-    bot_name: str | None = None  # the persona's display name (the adapters, later)
+    bot_name: str | None = None  # the persona's display name (Slack username, Discord nick)
     greeting: str | None = None  # the engine's answer to "hi" in this space
-    admins: frozenset[str] = frozenset()  # who may /rescrape it (for the adapters, later)
+    admins: frozenset[str] = frozenset()  # who may /rescrape it (bots/access.py)
     places: Places = field(default_factory=Places)
     max_waiting: int | None = None  # its requests one bot process holds open; None: no cap
 

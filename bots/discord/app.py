@@ -18,7 +18,7 @@ async def run_discord(settings: Settings, stop: asyncio.Event) -> None:
     if settings.discord_token is None:
         raise ConfigError("discord_token (CONCIERGE_DISCORD_TOKEN): not set")
     spaces = load_spaces(settings)
-    concierge = ConciergeClient(settings, "discord")
+    concierge = ConciergeClient(settings, "discord", spaces=spaces)
     # Before replies flow: it takes over earlier answers.
     bot = ConciergeBot(settings, concierge, spaces=spaces)
     async with bot, concierge:  # the bot first: a take-over waits until it is ready

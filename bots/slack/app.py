@@ -57,7 +57,7 @@ async def run_slack(
         signing_secret = _required(settings.slack_signing_secret, "slack_signing_secret")
     web = web or AsyncWebClient(token=bot_token, base_url=SLACK_API_URL)
     await _check_bot_token(web)
-    client = ConciergeClient(settings, "slack")
+    client = ConciergeClient(settings, "slack", spaces=spaces)
     app = build_app(settings, web)
     # Before replies flow: it takes over answers.
     adapter = SlackAdapter(settings, client, app, spaces=spaces)
