@@ -13,7 +13,9 @@ from broker.protocol import make_request
 from config.settings import Settings
 from engine.answering.english import is_common_word
 from engine.answering.needs import named_terms, question_needs
+from engine.answering.on_site import best_article
 from engine.answering.pipeline import AnswerPlanner
+from engine.knowledge.models import PATH_SEPARATOR, Passage
 from engine.knowledge.scrape.builder import build_kb
 from engine.knowledge.scrape.extract import extract_article
 
@@ -71,3 +73,17 @@ def test_common_words_are_a_newcomers_and_rare_ones_name_something() -> None:
     assert not any(is_common_word(w) for w in ("yaml", "mkdtemp", "lru_cache", "tls", "xlsx"))
     needs = question_needs("How do I load YAML settings into a dict?")
     assert named_terms(needs) == ["yaml", "dict"]
+
+
+def test_what_an_abbreviation_stands_for_is_asked_of_the_abbreviation_alone() -> None:
+    """ "stand" and "mean" are how the question asks: the glossary's entry never says them."""
+    entry = Passage(
+        "Glossary",
+        f"{BASE}/glossary.html",
+        "Easier to ask for forgiveness than permission. This common Python coding style ...",
+        heading=f"Glossary{PATH_SEPARATOR}EAFP",
+    )
+
+    for question in ("What does EAFP stand for?", "What does EAFP mean?"):
+        assert [need.forms for need in question_needs(question) if not need.optional] == [("eafp",)]
+        assert best_article(question, [entry]).on_site

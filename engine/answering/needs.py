@@ -27,12 +27,13 @@ from engine.knowledge.query import (
 PARTICLES = frozenset("のはがをにでともへやかね")  # they join words: met or not, they say little
 # How a question asks, not what about: an article answers "Are dogs allowed on the ferry?"
 # without "allowed", and "How much does X cost?" with a price, not the word: optional needs.
-# Attributes that name the fact asked ("hours", "phone") are not among them.
+# Attributes that name the fact asked ("hours", "phone") are not among them, nor is "stand"
+# in "What does EAFP stand for?" (the glossary says "Easier to ask for forgiveness...").
 FRAMING_WORDS = frozenset(
     "allow allowed allows arrive arrives able available bring brings brought buy buys bought "
     "charge charges come comes cost costs fee fees find go goes going got happen happens "
-    "happened leave leaves leaving ok okay paid pay possible price prices use used uses "
-    "using".split()
+    "happened leave leaves leaving mean meaning means ok okay paid pay possible price prices "
+    "stand stands use used uses using".split()
 )
 KANJI_WEIGHT = 2.0  # a kanji says about as much as two kana or two Latin letters
 
