@@ -183,6 +183,30 @@ async def healthz(server: MetricsServer) -> dict[str, object]:
         return health
 
 
+async def test_a_rescrape_asked_as_soon_as_the_last_one_ended_is_not_refused(
+    site_settings: Settings,
+    site: FakeSite,
+    backend: Backend,
+    engine_reading: list[RunningEngine],
+) -> None:
+    """The job is free before its end is sent: it used to count as running until the broker
+    confirmed that end, and an asker quick enough was told "a rescrape is already running"."""
+    settings = reading(site_settings, site, "/articles/widgets")
+    engine = await start_engine(settings, backend)
+    engine_reading.append(engine)
+    again = make_request(reply_to="b", user_id="admin", question="", ttl_s=9, kind="rescrape")
+    async with ConciergeClient(settings, "test") as client:
+        for turn in range(5):  # the old race was lost about one time in two
+            # a new asker each turn: a session left at its end still counts as open
+            session = await client.ask(Ask("", f"admin{turn}", "rescrape"))
+            async for event in session:
+                if isinstance(event, Done | Failed | Cancelled):
+                    # As the asker reads the end, in the same turn of the event loop:
+                    assert engine.worker.rescrapes.refusal(again, "en") is None
+                    assert isinstance(event, Done), event
+                    break
+
+
 async def test_healthz_shows_a_rescrape_while_it_runs(
     site_settings: Settings,
     site: FakeSite,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 
 from broker.protocol import MAX_BODY_BYTES, MAX_FAILURES_LISTED, Done, PageNotRead, Request, encode
 from config.settings import Settings
@@ -48,7 +48,7 @@ class RescrapeJob:
     def refusal(self, request: Request, locale: Locale) -> str | None:
         """One at a time; and a scheduled one not when someone's rebuilt the knowledge base
         while it waited (never two in a row, engine/schedule.py)."""
-        if self._task is not None and not self._task.done():
+        if self.running is not None:
             return t("engine.rescrape.running", locale)
         kb_path = self.spaces.named(request.space).settings.kb_path
         if is_scheduled(request) and rebuilt_since(kb_path, request.sent_at):
@@ -87,16 +87,20 @@ class RescrapeJob:
         return stop_reason
 
     async def _rebuild(self, site: Settings, replies: Replies, stop_reason: StopReason) -> None:
+        """Rebuild, then tell the asker how it ended. The job is free again *before* the end
+        is sent: an asker who reads "done" and asks again at once is not told that a rescrape
+        is still running."""
         try:
-            await self._rebuild_and_tell(site, replies, stop_reason)
+            tell = await self._rebuilt(site, replies, stop_reason)
         finally:
             self.running = None
+        await tell
 
-    async def _rebuild_and_tell(
+    async def _rebuilt(
         self, site: Settings, replies: Replies, stop_reason: StopReason
-    ) -> None:
-        """Rescrape ``site`` (the space's settings), and tell the asker how it ended: done,
-        stopped (a cancel) or failed."""
+    ) -> Coroutine[None, None, None]:
+        """Rescrape ``site`` (the space's settings); return the sending of its end, not yet
+        awaited: done, stopped (a cancel) or failed."""
         started = time.monotonic()
         progress = ProgressRelay(replies)
         try:
@@ -106,20 +110,18 @@ class RescrapeJob:
             reason = stop_reason() or STOPPED_BY_USER
             if reason == STOPPED_BY_USER:
                 stopped = replies.text("engine.rescrape.stopped")
-                await replies.cancelled(f"{progress.last_text}\n{stopped}")
-            else:
-                ended = replies.text("engine.rescrape.ended", reason=reason)
-                await replies.failed(ended, text=progress.last_text)
+                return replies.cancelled(f"{progress.last_text}\n{stopped}")
+            ended = replies.text("engine.rescrape.ended", reason=reason)
+            return replies.failed(ended, text=progress.last_text)
         except RescrapeFailed as error:
             log.warning("rescrape failed: %s", error)
             reason = replies.text("engine.rescrape.failed", error=error.text(replies.locale))
-            await replies.failed(reason, failures_summary(error.failures, locale=replies.locale))
+            return replies.failed(reason, failures_summary(error.failures, locale=replies.locale))
         except Exception as error:  # a bug must end in a visible state, not in silence
             log.exception("rescrape failed")
-            await replies.failed(replies.text("engine.rescrape.failed", error=error))
-        else:
-            elapsed_s = time.monotonic() - started
-            await replies.send(rescrape_done(replies.header(), result, elapsed_s, replies.locale))
+            return replies.failed(replies.text("engine.rescrape.failed", error=error))
+        elapsed_s = time.monotonic() - started
+        return replies.send(rescrape_done(replies.header(), result, elapsed_s, replies.locale))
 
 
 def rescrape_done(
