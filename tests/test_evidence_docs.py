@@ -1,5 +1,6 @@
 """The quote on real documentation (eval/realdocs): an API entry's sentence names what it
-describes, and a sentence announcing an example brings the example."""
+describes, a sentence announcing an example brings the example, and a glossary term is quoted
+by its definition."""
 
 from __future__ import annotations
 
@@ -50,3 +51,12 @@ def test_a_sentence_announcing_an_example_brings_the_example() -> None:
     assert evidence is not None
     assert evidence.quote.startswith("The following example rounds pi to three places")
     assert "{math.pi:.3f}" in evidence.quote
+
+
+def test_a_glossary_entry_is_quoted_by_what_it_says_not_by_its_name_alone() -> None:
+    entry = section_passage("glossary.html", "EAFP")  # "EAFP" on its own line, then its text
+
+    evidence = find_evidence("What does EAFP stand for?", [entry])
+
+    assert evidence is not None
+    assert evidence.quote.startswith("EAFP — Easier to ask for forgiveness than permission.")

@@ -103,6 +103,7 @@ def find_evidence(
         candidates,
         key=lambda s: (score.required(s.met), score.optional(s.met), -s.rank, -len(s.text)),
     )
+    first = _described(first, passages[first.rank], sentences)
     chosen = [first, *_neighbour(first, candidates, score, max_chars)]
     chosen.sort(key=lambda s: s.index)
     chosen += _announced(chosen[-1], sentences, max_chars - len(_join(chosen)))
@@ -155,6 +156,16 @@ def _neighbour(
     ]
     best = max(neighbours, key=gain, default=None)
     return [best] if best is not None and any(gain(best)) else []
+
+
+def _described(first: _Sentence, passage: Passage, sentences: Sequence[_Sentence]) -> _Sentence:
+    """The sentence after ``first`` when ``first`` is only its entry's name ("EAFP", the line
+    a glossary term or an API entry begins with): the name says nothing, what follows it is
+    the answer (``_with_entry_name`` puts the name back before it)."""
+    if first.text != passage.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip():
+        return first
+    following = (s for s in sentences if s.rank == first.rank and s.index == first.index + 1)
+    return next(following, first)
 
 
 def _announced(last: _Sentence, sentences: Sequence[_Sentence], room: int) -> list[_Sentence]:
