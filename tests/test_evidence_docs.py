@@ -1,6 +1,6 @@
 """The quote on real documentation (eval/realdocs): an API entry's sentence names what it
-describes, a sentence announcing an example brings the example, and a glossary term is quoted
-by its definition."""
+describes, a sentence announcing an example brings the example, one pointing back ("this
+function") brings the one before it, and a glossary term is quoted by its definition."""
 
 from __future__ import annotations
 
@@ -60,3 +60,15 @@ def test_a_glossary_entry_is_quoted_by_what_it_says_not_by_its_name_alone() -> N
 
     assert evidence is not None
     assert evidence.quote.startswith("EAFP — Easier to ask for forgiveness than permission.")
+
+
+def test_a_sentence_pointing_back_to_this_function_brings_the_one_naming_it() -> None:
+    section = section_passage("howto/annotations.html", "In Python 3.10 And Newer")
+    question = "What is the best practice for accessing the annotations dict in Python 3.10?"
+
+    evidence = find_evidence(question, [section])
+
+    assert evidence is not None
+    assert evidence.quote.startswith("Python 3.10 adds a new function to the standard library: ")
+    assert "inspect.get_annotations()" in evidence.quote
+    assert "calling this function is the best practice" in evidence.quote

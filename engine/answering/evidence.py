@@ -33,6 +33,13 @@ MAX_SIGNATURE_CHARS = 160  # an entry's signature before its quote; a longer one
 ASKS_FOR_NUMBER_RE = re.compile(  # not "when": "the first Sunday of the month" is an answer
     r"\bhow (?:much|many|long|late|early|old)\b|\bwhat time\b|いくら|何[時日分円歳回]", re.I
 )
+# A sentence that names its subject by pointing back ("calling this function is the best
+# practice"): the sentence before it says what "this function" is.
+REFERS_BACK_RE = re.compile(
+    r"\b(?:this|these|that|those|such) (?:function|method|class|module|option|argument|"
+    r"parameter|attribute|decorator|command|flag|approach|way|style|technique|value)s?\b",
+    re.I,
+)
 NUMBER_RE = re.compile(r"[0-9\uff10-\uff19\u3007一二三四五六七八九十百千万]")  # and kanji numerals
 
 
@@ -105,6 +112,7 @@ def find_evidence(
     )
     first = _described(first, passages[first.rank], sentences)
     chosen = [first, *_neighbour(first, candidates, score, max_chars)]
+    chosen += _referred_to(first, chosen, sentences, max_chars - len(_join(chosen)) - 1)
     chosen.sort(key=lambda s: s.index)
     chosen += _announced(chosen[-1], sentences, max_chars - len(_join(chosen)))
     passage = passages[first.rank]
@@ -156,6 +164,23 @@ def _neighbour(
     ]
     best = max(neighbours, key=gain, default=None)
     return [best] if best is not None and any(gain(best)) else []
+
+
+def _referred_to(
+    first: _Sentence, chosen: Sequence[_Sentence], sentences: Sequence[_Sentence], room: int
+) -> list[_Sentence]:
+    """The sentence before ``first`` in its paragraph, when ``first`` points back to what it
+    names ("this function") and the quote has room for it."""
+    if not REFERS_BACK_RE.search(first.text):
+        return []
+    before = [
+        s
+        for s in sentences
+        if (s.rank, s.paragraph, s.index) == (first.rank, first.paragraph, first.index - 1)
+        and s not in chosen
+        and len(s.text) <= room
+    ]
+    return before[:1]
 
 
 def _described(first: _Sentence, passage: Passage, sentences: Sequence[_Sentence]) -> _Sentence:
