@@ -4,6 +4,7 @@ The adapter supplies a ``MessageSink`` (post and edit one message); the renderer
 the messages say and when: it accumulates the text, edits at most once per ``edit_interval_s``
 and always once more at the end, moves text past ``max_chars`` into continuation messages, and
 shows the state in a footer. Nothing of the text is lost: the final event carries it whole.
+The final edit goes at once: an adapter's interval leaves it room in the platform's limit.
 """
 
 from __future__ import annotations

@@ -45,7 +45,13 @@ from config.texts import Locale, locale_of, t
 log = logging.getLogger(__name__)
 
 MAX_RATELIMIT_WAIT_S = 30.0  # the smallest bound discord.py accepts
-EDIT_INTERVAL_S = 1.0  # Discord allows 5 edits per 5 s in a channel: one answer stays within
+# Discord allows 5 edits per 5 s in a channel. Streaming takes 4 of them, so the edit that ends
+# an answer (the "stopped" after a 🛑, the "done") always finds one free: streaming at one a
+# second took all 5, and discord.py held that edit until Discord's window reopened, well after
+# the engine had confirmed a stop (docs/benchmarks.md). The 0.05 s covers the network's jitter.
+DISCORD_EDITS_PER_WINDOW = 5
+DISCORD_EDIT_WINDOW_S = 5.0
+EDIT_INTERVAL_S = DISCORD_EDIT_WINDOW_S / (DISCORD_EDITS_PER_WINDOW - 1) + 0.05
 ASKING_MESSAGE_TYPES = frozenset({discord.MessageType.default, discord.MessageType.reply})
 
 
