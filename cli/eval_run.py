@@ -1,8 +1,9 @@
 """Running ``concierge eval``: each question through the real pipeline, then the report.
 
 It asks the running engine through the broker, as ``concierge ask`` does, one question at a
-time (so each answer's seconds are its own). The questions and the verdicts are
-``cli/eval_scoring.py``'s; the command line is ``cli/eval.py``'s.
+time (so each answer's seconds are its own), in one space: each answer's sources are checked
+against that space's site (``cli/eval_site.py``), and one off it is a leak. The questions and
+the verdicts are ``cli/eval_scoring.py``'s; the command line is ``cli/eval.py``'s.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -33,7 +35,9 @@ from cli.eval_scoring import (
     load_cases,
     summarize,
 )
+from cli.eval_site import SiteRule, site_rule
 from config.settings import Settings
+from config.spaces import DEFAULT_SPACE, Space, load_spaces
 from config.text_helpers import shorten
 
 EXIT_OK = 0
@@ -43,25 +47,77 @@ ASKER = "concierge-eval"
 ANSWER_PREVIEW_CHARS = 60
 
 
-async def run_eval(settings: Settings, path: Path, *, as_json: bool = False) -> int:
+@dataclass(frozen=True)
+class EvalOptions:
+    """Where to ask and which questions: ``space`` None is the terminal's space (as for
+    ``concierge ask``); ``other_site``: the file is another site's, so each question is judged
+    as one this site does not answer; ``first``: only that many questions of the file."""
+
+    space: str | None = None
+    other_site: bool = False
+    first: int | None = None
+
+
+async def run_eval(
+    settings: Settings, path: Path, *, as_json: bool = False, options: EvalOptions | None = None
+) -> int:
+    """Raises ``UnknownSpace`` (exit 2) for a space the spaces file does not have."""
+    options = options or EvalOptions()
     err = Console(stderr=True, soft_wrap=True)
     try:
-        cases = load_cases(path)
+        cases = chosen_cases(load_cases(path), options)
     except CaseFileError as error:
         err.print(f"concierge eval: {error}", markup=False, highlight=False)
         return EXIT_BAD_INPUT
+    spaces = load_spaces(settings)
+    space = spaces.named(options.space or spaces.space_for_place("terminal"))
     missing = await no_engine(settings)
     if missing:
         err.print(f"concierge eval: {missing}", markup=False, highlight=False)
         return EXIT_NO_ENGINE
-    results = await ask_all(settings, cases, err)
+    site = site_rule(space.settings)
+    results = await ask_all(settings, cases, err, space.name, site)
     summary = summarize(results)
     if as_json:
-        document = {"results": [r.model_dump() for r in results], "summary": summary.model_dump()}
+        document = {
+            "space": space.name,
+            "site": list(site.prefixes) if site is not None else None,
+            "other_site": options.other_site,
+            "results": [r.model_dump() for r in results],
+            "summary": summary.model_dump(),
+        }
         sys.stdout.write(_json(document) + "\n")
     else:
         print_report(results, summary, Console(soft_wrap=True))
+    say_leaks(results, space, site, err)
     return EXIT_OK
+
+
+def chosen_cases(cases: list[Case], options: EvalOptions) -> list[Case]:
+    """The first ``options.first`` cases; with ``other_site``, each turned into a question the
+    site does not answer (nothing expected, nothing cited, its ``before`` kept)."""
+    cases = cases[: options.first]
+    if not options.other_site:
+        return cases
+    return [Case(id=c.id, question=c.question, not_on_site=True, before=c.before) for c in cases]
+
+
+def say_leaks(results: list[Result], space: Space, site: SiteRule | None, err: Console) -> None:
+    """A run with a leak says so on stderr, the table or the JSON aside: each leaked answer
+    and the addresses off the site. With no site to judge by, says that instead."""
+    if site is None:
+        err.print(f"concierge eval: leaks not judged: space {space.name!r} names no site")
+        return
+    leaked = [result for result in results if result.leaks]
+    if not leaked:
+        return
+    err.print(
+        f"[bold red]LEAK: {len(leaked)} of {len(results)} answers in space {space.name!r} "
+        f"cite addresses off its site ({', '.join(site.prefixes)}):[/]",
+        highlight=False,
+    )
+    for result in leaked:
+        err.print(f"  {result.id}: {' '.join(result.leaks or [])}", markup=False, highlight=False)
 
 
 async def no_engine(settings: Settings) -> str | None:
@@ -76,14 +132,20 @@ async def no_engine(settings: Settings) -> str | None:
     )
 
 
-async def ask_all(settings: Settings, cases: list[Case], err: Console) -> list[Result]:
-    """Each question in turn, a line on stderr as each is judged."""
+async def ask_all(
+    settings: Settings,
+    cases: list[Case],
+    err: Console,
+    space: str = DEFAULT_SPACE,
+    site: SiteRule | None = None,
+) -> list[Result]:
+    """Each question in turn in ``space``, a line on stderr as each is judged."""
     results: list[Result] = []
     async with ConciergeClient(one_off(settings), "eval") as client:
         for number, case in enumerate(cases, start=1):
-            history = await conversation_before(client, case.before)
-            reply = await ask_one(client, case.question, history)
-            result = judge(case, reply, settings.max_tokens)
+            history = await conversation_before(client, case.before, space)
+            reply = await ask_one(client, case.question, history, space)
+            result = judge(case, reply, settings.max_tokens, site)
             results.append(result)
             seconds = f"{result.elapsed_s:.1f} s" if result.elapsed_s is not None else "-"
             err.print(
@@ -94,13 +156,13 @@ async def ask_all(settings: Settings, cases: list[Case], err: Console) -> list[R
 
 
 async def conversation_before(
-    client: ConciergeClient, questions: Sequence[str]
+    client: ConciergeClient, questions: Sequence[str], space: str = DEFAULT_SPACE
 ) -> tuple[HistoryTurn, ...]:
     """Ask a follow-up's earlier questions in turn, each with the ones before; the history
     they make, each answer as a bot sends it back (without its sources list)."""
     history: tuple[HistoryTurn, ...] = ()
     for question in questions:
-        reply = await ask_one(client, question, history)
+        reply = await ask_one(client, question, history, space)
         answer = SOURCES_RE.sub("", reply.text).strip()
         history += (HistoryTurn(role="user", text=question),)
         if answer:
@@ -109,11 +171,14 @@ async def conversation_before(
 
 
 async def ask_one(
-    client: ConciergeClient, question: str, history: tuple[HistoryTurn, ...] = ()
+    client: ConciergeClient,
+    question: str,
+    history: tuple[HistoryTurn, ...] = (),
+    space: str = DEFAULT_SPACE,
 ) -> Reply:
     started = time.monotonic()
     try:
-        session = await client.ask(Ask(question, ASKER, history=history))
+        session = await client.ask(Ask(question, ASKER, history=history, space=space))
     except AskRefused as refusal:
         return Reply("refused", "", reason=str(refusal))
     try:
@@ -166,7 +231,8 @@ def print_report(results: list[Result], summary: Summary, console: Console) -> N
     table = Table()
     widest_id = max(len(result.id) for result in results)
     table.add_column("question", no_wrap=True, min_width=widest_id)
-    for name, width in (("verdict", 8), ("source", 6), ("loop", 4), ("tokens", 6), ("engine s", 8)):
+    columns = (("verdict", 8), ("source", 6), ("leak", 4), ("loop", 4), ("tokens", 6))
+    for name, width in (*columns, ("engine s", 8)):
         table.add_column(name, no_wrap=True, min_width=width)
     table.add_column("answer")  # what width is left, wrapped
     for result in results:
@@ -174,6 +240,7 @@ def print_report(results: list[Result], summary: Summary, console: Console) -> N
             result.id,
             _verdict(result),
             {True: "right", False: "wrong", None: "-"}[result.right_source],
+            _leak(result),
             "loop" if result.looped else "",
             str(result.tokens),
             f"{result.elapsed_s:.1f}" if result.elapsed_s is not None else "-",
@@ -198,12 +265,21 @@ def summary_lines(summary: Summary) -> list[str]:
         f"{summary.own_words_of} of the answers it wrote",
         f"answers whose model's words hold a number neither quoted nor asked: "
         f"{summary.unquoted_numbers}",
+        "leaks (answers citing an address off the space's site): "
+        + (str(summary.leaks) if summary.leaks is not None else "not judged (no site)"),
         f"loops (cut for repetition or at the token cap): {summary.loops}",
         f"no answer (failed, expired, timed out): {summary.failed}",
         f"engine seconds: {summary.engine_s_total:.1f} in all, "
         + (f"median {median:.1f} per answer" if median is not None else "no answers")
         + (f", {written:.1f} per answer the model wrote" if written is not None else ""),
     ]
+
+
+def _leak(result: Result) -> str:
+    """ "LEAK" and how many addresses, "" for none, "-" when the space names no site."""
+    if result.leaks is None:
+        return "-"
+    return f"LEAK {len(result.leaks)}" if result.leaks else ""
 
 
 def _preview(answer: str) -> str:

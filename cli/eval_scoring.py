@@ -16,6 +16,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from broker.protocol import MAX_HISTORY_TURNS
+from cli.eval_site import SiteRule
 from config.errors import EXIT_USAGE, ConciergeError
 from engine.answering.wording import WORDING
 from engine.generation.repetition import RepetitionDetector
@@ -116,6 +117,7 @@ class Result(BaseModel):
     correct: bool
     cited: list[str]
     right_source: bool | None  # None: the question names no source
+    leaks: list[str] | None  # cited addresses off the space's site; None: it names no site
     said_not_on_site: bool
     looped: bool
     must_not_found: list[str]
@@ -142,6 +144,7 @@ class Summary(BaseModel):
     own_words_right: int  # answers whose model's words alone hold the answer...
     own_words_of: int  # ...of the answerable questions the model wrote words for
     unquoted_numbers: int  # answers whose model's words hold a number neither quoted nor asked
+    leaks: int | None  # answers citing an address off the space's site; None: not judged
     loops: int
     failed: int  # no answer at all: failed, expired, timed out, refused
     engine_s_total: float
@@ -183,8 +186,9 @@ def _parse_line(path: Path, number: int, line: str) -> Case:
         raise CaseFileError(f"{path}:{number}: {reason}") from None
 
 
-def judge(case: Case, reply: Reply, max_tokens: int) -> Result:
-    """The verdict on one reply; ``max_tokens`` is the engine's cap (CONCIERGE_MAX_TOKENS)."""
+def judge(case: Case, reply: Reply, max_tokens: int, site: SiteRule | None = None) -> Result:
+    """The verdict on one reply; ``max_tokens`` is the engine's cap (CONCIERGE_MAX_TOKENS),
+    ``site`` the space's site its sources must be on (cli/eval_site.py)."""
     answer, listed = split_sources(reply.text)
     cited = list(reply.sources) or listed
     lowered = answer.lower()
@@ -204,6 +208,7 @@ def judge(case: Case, reply: Reply, max_tokens: int) -> Result:
         correct=correct,
         cited=cited,
         right_source=_right_source(case, cited),
+        leaks=site.leaks(cited) if site is not None else None,
         said_not_on_site=said_not_on_site,
         looped=looped(reply, answer, max_tokens),
         must_not_found=must_not_found,
@@ -309,6 +314,9 @@ def summarize(results: Sequence[Result]) -> Summary:
         own_words_right=sum(r.own_words_right is True for r in results),
         own_words_of=sum(r.own_words_right is not None for r in results),
         unquoted_numbers=sum(bool(r.unquoted_numbers) for r in results),
+        leaks=None
+        if any(r.leaks is None for r in results)
+        else sum(bool(r.leaks) for r in results),
         loops=sum(r.looped for r in results),
         failed=sum(1 for r in results if not r.outcome.startswith("done")),
         engine_s_total=round(sum(answered), 3),

@@ -23,6 +23,7 @@ from bots.ask import Ask
 from bots.client import AskRefused, ConciergeClient
 from bots.session import Detached, ReplyTimeout, StopRequested
 from broker.protocol import TERMINAL_TYPES
+from config.spaces import DEFAULT_SPACE
 
 log = logging.getLogger(__name__)
 
@@ -119,14 +120,15 @@ class Actions:
         log.info("web console: stop of session %s sent as %s", session_id, WEB_USER)
         return {"ok": True, "session_id": session_id}
 
-    async def rescrape(self) -> dict[str, Any]:
+    async def rescrape(self, space: str = DEFAULT_SPACE) -> dict[str, Any]:
+        """Rebuild ``space``'s knowledge base (a name the caller checked)."""
         if self._rescrape is not None and not self._rescrape.done():
             raise refuse(409, "a rescrape started from the console is still running")
         try:
-            session = await self.client.ask(Ask("", WEB_USER, kind="rescrape"))
+            session = await self.client.ask(Ask("", WEB_USER, kind="rescrape", space=space))
         except AskRefused as refused:
             raise refuse(409, str(refused)) from None
-        log.info("web console: rescrape asked (session %s)", session.session_id)
+        log.info("web console: rescrape of %s asked (session %s)", space, session.session_id)
         self._rescrape = asyncio.create_task(self._follow(session.session_id))
         return {"ok": True, "session_id": session.session_id}
 

@@ -25,6 +25,7 @@ from cli.console.results import cancel_results
 from cli.console.state import ConsoleState
 from cli.console.watch import EngineWatch
 from config.settings import ConfigError, Settings
+from config.spaces import DEFAULT_SPACE
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +165,7 @@ class Console:
             "queue": self.state.snapshot(now),
             "engine": self.state.health,
             "kb": self.state.kb,
+            "kb_spaces": self.state.kb_spaces,  # None without spaces (docs/spaces.md)
             "demo": self.demo.snapshot(),
             "actions_enabled": self.guard.actions_enabled,
         }
@@ -209,7 +211,11 @@ class Console:
 
     async def _rescrape(self, request: web.Request) -> web.Response:
         self.guard.check_action(request)
-        return web.json_response(await self.actions.rescrape())
+        space = (await _json(request)).get("space", DEFAULT_SPACE)
+        if space not in self.watch.spaces.names:
+            known = ", ".join(self.watch.spaces.names)
+            raise refuse(400, f"no space {space!r}: the spaces are {known}")
+        return web.json_response(await self.actions.rescrape(space))
 
     async def _demo_ask(self, request: web.Request) -> web.Response:
         self.guard.check_action(request)

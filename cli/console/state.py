@@ -63,7 +63,8 @@ class ConsoleState:
         self.stale_after_s = stale_after_s
         self._excess_since: float | None = None
         self.health: dict[str, Any] | None = None
-        self.kb: dict[str, Any] | None = None
+        self.kb: dict[str, Any] | None = None  # default's knowledge base
+        self.kb_spaces: dict[str, dict[str, Any]] | None = None  # each space's; None: no spaces
 
     # --- copies from the broker ----------------------------------------------------------
 

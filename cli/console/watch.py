@@ -1,8 +1,10 @@
 """What copies cannot tell, read as ``concierge status`` reads it: the request queue's counts
 (waiting, engine workers taking requests) once a second, and the engine's ``/healthz`` (up for
 how long, its backend, its knowledge base; when no engine reports one, the local knowledge base
-file) every few seconds. Whether the engine is answering the page knows sooner, from the
-copies of its events; each ``/healthz`` is also work for the engine's own event loop."""
+file) every few seconds; with spaces (docs/spaces.md), each space's knowledge base too, from
+``/healthz``'s ``spaces``, else from each space's local file. Whether the engine is answering
+the page knows sooner, from the copies of its events; each ``/healthz`` is also work for the
+engine's own event loop."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -19,6 +22,7 @@ from broker.amqp import Broker
 from cli.console.state import ConsoleState
 from cli.status import HEALTH_TIMEOUT_S, Health, health_url
 from config.settings import Settings
+from config.spaces import load_spaces
 from engine.health import iso_utc
 from engine.knowledge.store import KnowledgeBase
 
@@ -40,6 +44,9 @@ class EngineWatch:
         self.state = state
         self.changed = changed
         self.url = health_url(settings)
+        self.spaces = load_spaces(settings)  # without a spaces file: default's alone
+        named = {name: self.spaces.named(name).settings.kb_path for name in self.spaces.names}
+        self.space_kbs = named if len(named) > 1 else {}
         self._local_kb_at = 0.0
         self._health_at = -HEALTH_EVERY_S
         self._http: aiohttp.ClientSession | None = None  # one, kept: a new one each second
@@ -77,7 +84,7 @@ class EngineWatch:
             health = await self._health()
             self.state.health = engine_view(health, self.url)
             self.state.on_answering(_working_on(health), time.time())
-            self.state.kb = await self._knowledge(health)
+            self.state.kb, self.state.kb_spaces = await self.knowledge(health)
         self.changed()
 
     async def _health(self) -> Health | None:
@@ -94,24 +101,51 @@ class EngineWatch:
         except (aiohttp.ClientError, TimeoutError, ValueError):
             return None
 
-    async def _knowledge(self, health: Health | None) -> dict[str, Any] | None:
+    async def knowledge(self, health: Health | None) -> tuple[Knowledge, SpacesKnowledge]:
+        """``default``'s knowledge base, and with spaces each space's (else None): as the
+        engine reports them, else read from the local files at most every few seconds."""
         reported = (health or {}).get("knowledge_base")
         if isinstance(reported, dict):
-            return {**reported, "source": "engine"}
+            return {**reported, "source": "engine"}, reported_spaces(health or {})
         if time.monotonic() - self._local_kb_at < LOCAL_KB_EVERY_S:
-            return self.state.kb
+            return self.state.kb, self.state.kb_spaces
         self._local_kb_at = time.monotonic()
-        path = self.settings.kb_path.resolve()
-        if not path.exists():
-            return {"path": str(path), "source": "local", "missing": True}
-        stats = await asyncio.to_thread(KnowledgeBase(path).stats)
-        return {
-            "path": str(path),
-            "source": "local",
-            "articles": stats.articles,
-            "passages": stats.passages,
-            "last_rescrape": iso_utc(stats.last_rescrape_at),
-        }
+        kb_paths = {"": self.settings.kb_path, **self.space_kbs}
+        read = {name: await asyncio.to_thread(local_kb, path) for name, path in kb_paths.items()}
+        default = read.pop("")
+        return default, read or None
+
+
+Knowledge = dict[str, Any] | None
+SpacesKnowledge = dict[str, dict[str, Any]] | None
+
+
+def reported_spaces(health: Health) -> SpacesKnowledge:
+    """``/healthz``'s ``spaces``, each one's knowledge base; None for a deployment without
+    spaces (the engine reports ``default`` alone) or an engine that does not say."""
+    spaces = health.get("spaces")
+    if not isinstance(spaces, dict) or len(spaces) < 2:
+        return None
+    return {
+        name: {**(space.get("knowledge_base") or {}), "source": "engine"}
+        for name, space in spaces.items()
+        if isinstance(space, dict)
+    }
+
+
+def local_kb(kb_path: Path) -> dict[str, Any]:
+    """A knowledge base file's counts, read here (no engine reports them). Blocking."""
+    path = kb_path.resolve()
+    if not path.exists():
+        return {"path": str(path), "source": "local", "missing": True}
+    stats = KnowledgeBase(path).stats()
+    return {
+        "path": str(path),
+        "source": "local",
+        "articles": stats.articles,
+        "passages": stats.passages,
+        "last_rescrape": iso_utc(stats.last_rescrape_at),
+    }
 
 
 def _working_on(health: Health | None) -> list[str]:

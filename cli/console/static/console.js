@@ -12,8 +12,9 @@ async function stop(sessionId) {
   if (await post("/api/stop", { session_id: sessionId })) say(`${t("stop_sent")}: ${sessionId}`);
 }
 
-async function rescrape() {
-  if (await post("/api/rescrape")) say(t("rescrape_sent"));
+async function rescrape(space) {
+  const body = space ? { space } : {};
+  if (await post("/api/rescrape", body)) say(space ? `${t("rescrape_sent")}: ${space}` : t("rescrape_sent"));
 }
 
 function stopButton(sessionId) {
@@ -80,17 +81,47 @@ function where(row) {
   return row.space && row.space !== "default" ? `${row.platform} · ${row.space}` : row.platform;
 }
 
+// One knowledge base's passages, last and next rescrape, and where the figures come from.
+function kbText(kb) {
+  if (kb.missing) return t("no_kb");
+  return `${kb.passages ?? "–"} ${t("passages")} · ${t("last_rescrape")} ${kb.last_rescrape ?? t("never")}` +
+    // with CONCIERGE_RESCRAPE_EVERY; null while the scheduled one waits or runs
+    ("next_rescrape" in kb ? ` · ${t("next_rescrape")} ${kb.next_rescrape ?? t("now")}` : "") +
+    (kb.source === "local" ? ` · ${t("local_file")}` : "");
+}
+
+// With spaces (docs/spaces.md): every space's knowledge base, each with its own Rescrape.
+function renderSpacesKnowledge(spaces) {
+  const entries = Object.entries(spaces);
+  const total = entries.reduce((sum, [, kb]) => sum + (kb.articles ?? 0), 0);
+  document.getElementById("kb-articles").textContent = `${total} ${t("articles")}`;
+  document.getElementById("kb-detail").textContent = `${entries.length} ${t("spaces")}`;
+  document.getElementById("kb-spaces").replaceChildren(
+    ...entries.map(([name, kb]) => {
+      const button = el("button", { type: "button", class: "action", "data-space": name });
+      button.textContent = t("rescrape");
+      button.addEventListener("click", () => rescrape(name));
+      const articles = kb.articles !== undefined ? `${kb.articles} ${t("articles")} · ` : "";
+      return el(
+        "li", { "data-space": name },
+        el("strong", {}, name), " ", el("span", { class: "dim" }, articles + kbText(kb)), " ", button,
+      );
+    }),
+  );
+}
+
 function renderKnowledge(state) {
-  const kb = state.kb ?? {};
-  document.getElementById("kb-articles").textContent =
-    kb.articles !== undefined ? `${kb.articles} ${t("articles")}` : "–";
-  const detail = kb.missing
-    ? t("no_kb")
-    : `${kb.passages ?? "–"} ${t("passages")} · ${t("last_rescrape")} ${kb.last_rescrape ?? t("never")}` +
-      // with CONCIERGE_RESCRAPE_EVERY; null while the scheduled one waits or runs
-      ("next_rescrape" in kb ? ` · ${t("next_rescrape")} ${kb.next_rescrape ?? t("now")}` : "") +
-      (kb.source === "local" ? ` · ${t("local_file")}` : "");
-  document.getElementById("kb-detail").textContent = detail;
+  const spaces = state.kb_spaces;
+  document.getElementById("kb-spaces").hidden = !spaces;
+  document.getElementById("rescrape").hidden = Boolean(spaces);
+  if (spaces) {
+    renderSpacesKnowledge(spaces);
+  } else {
+    const kb = state.kb ?? {};
+    document.getElementById("kb-articles").textContent =
+      kb.articles !== undefined ? `${kb.articles} ${t("articles")}` : "–";
+    document.getElementById("kb-detail").textContent = kbText(kb);
+  }
   const scraping = state.queue.running.find((row) => row.kind === "rescrape");
   const progress = document.getElementById("rescrape-progress");
   progress.hidden = !scraping;
@@ -228,7 +259,7 @@ function setup() {
   const input = document.getElementById("token");
   input.value = sessionStorage.getItem(TOKEN_KEY) ?? "";
   input.addEventListener("input", () => sessionStorage.setItem(TOKEN_KEY, input.value.trim()));
-  document.getElementById("rescrape").addEventListener("click", rescrape);
+  document.getElementById("rescrape").addEventListener("click", () => rescrape());
   for (const button of document.querySelectorAll("[data-lang]")) {
     button.addEventListener("click", () => {
       setLanguage(button.dataset.lang);

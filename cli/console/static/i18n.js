@@ -33,7 +33,7 @@ const WORDS = {
     finished_no_cancel: "finished; no cancel was sent",
     stop_median: "stop time, median (s, log scale)", your_run: "your run",
     source: "source", broker_count: "the broker counts", per_s: "tokens/s",
-    by_space: "by space", unknown_space: "space unknown",
+    by_space: "by space", unknown_space: "space unknown", spaces: "spaces",
     demo_text:
       "Both panes ask the same question, each of an engine of its own, with the chosen " +
       "number of requests queued behind it, and send a cancel when you press Cancel. " +
@@ -77,7 +77,7 @@ const WORDS = {
     finished_no_cancel: "完了（キャンセルは送っていません）",
     stop_median: "停止までの時間・中央値（秒、対数）", your_run: "今回の実行",
     source: "出典", broker_count: "ブローカーの集計", per_s: "トークン/秒",
-    by_space: "スペース別", unknown_space: "スペース不明",
+    by_space: "スペース別", unknown_space: "スペース不明", spaces: "スペース",
     demo_text:
       "どちらのペインも、それぞれ専用のエンジンに同じ質問を送り、選んだ数のリクエストを" +
       "その後ろに並べます。「キャンセル」を押すとキャンセルを送ります。A ではキャンセルを" +
