@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
@@ -301,6 +302,9 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a command whose reader left
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command; an error of ours ends it with its class's one line and exit code."""
     args = build_parser().parse_args(argv)
@@ -317,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(platform_unreachable(error, PLATFORMS.get(args.command)), EXIT_UNAVAILABLE)
     except KeyboardInterrupt:  # Ctrl+C before a command took it over (connecting): no traceback
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `concierge ask ... | head -n 1`: the reader has what it wanted
+        # Python's own advice: point stdout at /dev/null, so the flush at exit cannot fail too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 def _run(args: argparse.Namespace) -> int:

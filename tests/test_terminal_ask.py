@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import sys
 import time
 
 from bots.ask import Ask
 from bots.client import ConciergeClient
 from broker.amqp import Broker
 from config.settings import Settings
-from tests.cli_fixture import cli_env, concierge
+from tests.cli_fixture import ROOT, cli_env, concierge
 from tests.conftest import LONG_QUESTION, RunningEngine
 from tests.helpers import WireTap, wait_for_tokens
 from tests.terminal_fixture import _user
@@ -108,3 +110,24 @@ async def test_an_empty_question_is_refused(settings: Settings) -> None:
     _, stderr = await asyncio.wait_for(process.communicate(), 30)
     assert process.returncode == 2
     assert stderr.decode().strip() == "not asked: the question is empty"
+
+
+async def test_an_answer_piped_into_a_reader_that_leaves_early_ends_without_a_traceback(
+    engine: RunningEngine, settings: Settings
+) -> None:
+    """``concierge ask ... | head -n 1``: once the reader has gone, the next piece written
+    fails (EPIPE); the command ends quietly, as a shell expects (128 + SIGPIPE)."""
+    read_end, write_end = os.pipe()
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cli.main", "ask", LONG_QUESTION,
+        stdout=write_end, stderr=asyncio.subprocess.PIPE,
+        env=cli_env(settings) | {"PYTHONPATH": str(ROOT)}, cwd=ROOT,
+    )  # fmt: skip
+    os.close(write_end)
+    first = await asyncio.to_thread(os.read, read_end, 1)  # the answer has begun
+    os.close(read_end)  # the reader leaves
+    _, stderr = await asyncio.wait_for(process.communicate(), 90)
+
+    assert first
+    assert "Traceback" not in stderr.decode(), stderr.decode()
+    assert process.returncode == 141
