@@ -8,7 +8,9 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -29,6 +31,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+WATCH_INTERVAL_S = 0.002  # how often a running computation asks ``should_stop``
+
 
 @dataclass(frozen=True)
 class ModelOptions:
@@ -43,8 +47,9 @@ class ModelOptions:
 class LlamaBackend:
     """llama-cpp-python with the model's own chat template.
 
-    Generation blocks, so the engine runs ``stream`` in a thread. llama.cpp's abort callback
-    makes prompt processing interruptible too: it asks ``should_stop`` between compute steps.
+    Generation blocks, so the engine runs ``stream`` in a thread. A stop does not wait for
+    the computation under way (a prompt's processing: seconds; a token: 10 ms or more on a
+    busy machine): llama.cpp's abort callback ends it at its next step (``_AbortSwitch``).
     """
 
     def __init__(self, options: ModelOptions) -> None:
@@ -58,8 +63,7 @@ class LlamaBackend:
             seed=options.seed if options.seed >= 0 else 0xFFFFFFFF,
             verbose=False,
         )
-        self._should_stop: ShouldStop = lambda: False
-        self._install_abort_callback()
+        self._abort = _AbortSwitch(self.llm.ctx)
         self._template = _chat_template(self.llm)
         self.state_cache = self._install_state_cache(options.state_cache_bytes)
 
@@ -74,28 +78,6 @@ class LlamaBackend:
         self.llm.set_cache(cache)
         self.llm.save_state = partial(lean_save_state, self.llm)  # type: ignore[method-assign]
         return cache
-
-    def _install_abort_callback(self) -> None:
-        import llama_cpp
-
-        @llama_cpp.ggml_abort_callback  # type: ignore[untyped-decorator]  # llama_cpp is untyped
-        def abort(_data: ctypes.c_void_p) -> bool:
-            return bool(self._should_stop())
-
-        self._abort = abort  # keep a reference: ctypes would free it otherwise
-
-    def _watch_compute(self, on: bool) -> None:
-        """Install or remove the abort callback.
-
-        ggml calls it at every node of every graph: a thousand Python calls per token, each
-        taking the GIL from the event loop. So it is on only while the prompt is processed,
-        where a cancel could otherwise wait for seconds; once tokens flow, the token loop
-        checks for cancels between tokens instead.
-        """
-        import llama_cpp
-
-        callback = self._abort if on else llama_cpp.ggml_abort_callback()  # a NULL pointer
-        llama_cpp.llama_set_abort_callback(self.llm.ctx, callback, None)
 
     async def health(self) -> dict[str, Any]:
         return {"kind": "llama", "model": self.options.path.name}
@@ -112,36 +94,30 @@ class LlamaBackend:
     def stream(
         self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
     ) -> Pieces:
-        self._should_stop = should_stop
-        self._watch_compute(True)
         finish: FinishReason | None = None
         try:
-            chunks: Any = self.llm.create_chat_completion(
-                messages=[message.as_dict() for message in messages],  # type: ignore[misc]
-                max_tokens=limits.max_tokens,
-                temperature=limits.temperature,
-                top_p=limits.top_p,
-                min_p=limits.min_p,
-                repeat_penalty=limits.repeat_penalty,
-                stream=True,
-            )
-            for index, chunk in enumerate(chunks):
-                if index == 0:
-                    self._watch_compute(False)  # the prompt is processed
-                choice = chunk["choices"][0]
-                text = choice["delta"].get("content")
-                if text:
-                    yield text
-                if choice.get("finish_reason") in ("stop", "length"):
-                    finish = choice["finish_reason"]
+            with self._abort.watching(should_stop):
+                chunks: Any = self.llm.create_chat_completion(
+                    messages=[message.as_dict() for message in messages],  # type: ignore[misc]
+                    max_tokens=limits.max_tokens,
+                    temperature=limits.temperature,
+                    top_p=limits.top_p,
+                    min_p=limits.min_p,
+                    repeat_penalty=limits.repeat_penalty,
+                    stream=True,
+                )
+                for chunk in chunks:
+                    choice = chunk["choices"][0]
+                    text = choice["delta"].get("content")
+                    if text:
+                        yield text
+                    if choice.get("finish_reason") in ("stop", "length"):
+                        finish = choice["finish_reason"]
         except RuntimeError as error:
             if "llama_decode returned 2" not in str(error):
                 raise
             self.reset()  # the aborted decode left the context half-filled
             raise GenerationStopped from None
-        finally:
-            self._watch_compute(False)
-            self._should_stop = lambda: False
         return finish
 
     def reset(self) -> None:
@@ -154,6 +130,51 @@ class LlamaBackend:
         self.llm.reset()  # type: ignore[no-untyped-call]  # llama_cpp leaves it unannotated
         memory = llama_cpp.llama_get_memory(self.llm.ctx)
         llama_cpp.llama_memory_clear(memory, True)
+
+
+class _AbortSwitch:
+    """llama.cpp's abort callback, answered without Python: one byte that says "stop".
+
+    ggml asks the callback at every node of every graph, a thousand times a token. A Python
+    callback would take the GIL from the event loop each time (so it used to be on only while
+    the prompt was processed, and a token under way ran to its end). The callback is instead
+    libc's ``strlen`` on a two-byte buffer, which C answers in nanoseconds: 0 (go on) until a
+    watcher thread, asking ``should_stop`` every ``WATCH_INTERVAL_S``, sets the first byte (1:
+    stop). ``strlen``'s ``size_t`` of 0 or 1 reads as that ``bool`` in the ABI's return
+    register. The aborted decode then fails ("llama_decode returned 2") and ``stream`` resets
+    the context.
+    """
+
+    def __init__(self, ctx: Any) -> None:
+        import llama_cpp
+
+        self._flag = (ctypes.c_char * 2)()  # b"\0\0": strlen 0
+        strlen = ctypes.CDLL(None).strlen  # the C library already in this process
+        self._callback = ctypes.cast(strlen, llama_cpp.ggml_abort_callback)  # kept: ctypes
+        llama_cpp.llama_set_abort_callback(
+            ctx, self._callback, ctypes.cast(self._flag, ctypes.c_void_p)
+        )
+
+    @contextmanager
+    def watching(self, should_stop: ShouldStop) -> Iterator[None]:
+        """Pull the switch once ``should_stop()`` is true, asked every ``WATCH_INTERVAL_S`` by
+        a thread of its own while the block runs; the switch is let go when it ends."""
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.wait(WATCH_INTERVAL_S):
+                if should_stop():
+                    self._flag[0] = b"\1"
+                    return
+
+        watcher = threading.Thread(target=watch, name="abort-watch", daemon=True)
+        watcher.start()
+        try:
+            yield
+        finally:
+            done.set()
+            watcher.join()
+            self._flag[0] = b"\0"  # for whatever computes next
 
 
 def _chat_template(llm: Any) -> Any:
