@@ -41,7 +41,7 @@ from aio_pika.abc import (
 from aio_pika.exceptions import DeliveryError
 from aiormq.exceptions import AMQPConnectionError, AMQPError, ChannelInvalidStateError
 
-from broker import messages, nodes, topology
+from broker import dead_letters, messages, nodes, topology
 from broker.errors import QueueFull, ReplyQueueTaken
 from broker.messages import Decoder, Envelope, Handler
 from broker.peek import QueueCounts, peek_queue
@@ -314,11 +314,11 @@ class Broker:
         consumer, self._feedback_consumer = self._feedback_consumer, None
         await _stop(consumer)
 
-    async def consume_expired(self, handler: Handler[Request]) -> None:
-        """Requests whose TTL ran out in the queue, so the engine can tell their askers."""
+    async def consume_expired(self, handler: Handler[dead_letters.DeadLettered]) -> None:
+        """Requests dead-lettered by the request queue, with why, to tell their askers."""
         assert self._control is not None
         queue = await topology.declare_expired_queue(self._control, self.names, self._type)
-        await queue.consume(self._opening(messages.to_request, handler))
+        await queue.consume(self._opening(dead_letters.to_dead_lettered, handler))
 
     async def consume_replies(
         self, bot_id: str, handler: Handler[ReplyEvent], *, keep_s: float, one_off: bool = False

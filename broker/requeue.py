@@ -1,9 +1,11 @@
 """Requests put back in the request queue as new messages, each publisher-confirmed.
 
-Two callers, both in the engine: the request an engine died answering, published again with
-its attempt counted (a classic queue does not count redeliveries), and the requests the
-startup purge keeps, published again in their order. A copy keeps what is left of its time to
-live, so it still expires at its deadline.
+Two callers, both in the engine: the request an engine died answering, on a classic queue,
+published again with its attempt counted (a classic queue does not count redeliveries; a
+quorum queue does, so there it is answered again in place, ``broker.dead_letters``), and the
+requests the startup purge keeps, published again in their order, with their attempt (a
+copy's deliveries are counted from 0 again). A copy keeps what is left of its time to live, so
+it still expires at its deadline.
 """
 
 from __future__ import annotations

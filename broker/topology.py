@@ -5,7 +5,8 @@ After a reconnect aio-pika re-declares, on each channel, what was declared on it
 
 Queue types (``CONCIERGE_QUEUE_TYPE``): with ``quorum``, every durable queue is a quorum queue
 (replicated on the cluster's nodes, so it outlives any one of them) and the request queue
-dead-letters at least once; a one-off bot's reply queue stays classic but not durable, so that
+dead-letters at least once, also a request given out more than ``x-delivery-limit`` times
+(``broker.dead_letters``); a one-off bot's reply queue stays classic but not durable, so that
 it goes with its node and is declared afresh on the next one (a durable classic queue whose
 node is down cannot be declared anywhere). With ``classic`` (the default), every queue is a
 classic durable queue on the node that declared it.
@@ -13,6 +14,7 @@ classic durable queue on the node that declared it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -21,7 +23,8 @@ import aio_pika
 from aio_pika.abc import AbstractExchange, AbstractQueue, AbstractRobustChannel
 from aiormq.exceptions import ChannelPreconditionFailed
 
-from broker.errors import wrong_queue_type
+from broker.dead_letters import DELIVERY_LIMIT
+from broker.errors import QueueTypeMismatch, wrong_queue_type
 from broker.protocol import (
     FEEDBACK_QUEUE_MAX_LENGTH,
     REQUEST_QUEUE_MAX_LENGTH,
@@ -33,6 +36,11 @@ QueueType = Literal["classic", "quorum"]
 
 DEAD_QUEUE_MAX_LENGTH = 10_000
 IDLE_QUEUE_EXPIRES_MS = 3_600_000  # a cancel queue nobody uses is dropped after an hour
+# Arguments a quorum queue of ours gained after it was first offered: a queue declared before
+# lacks them, and RabbitMQ names them when it refuses the new declaration.
+ADDED_LATER = ("x-delivery-limit",)
+DELIVERY_LIMIT_DOC = 'docs/reliability.md, "The request queue\'s delivery limit"'
+INEQUIVALENT = re.compile(r"inequivalent arg '([^']+)'")  # in RabbitMQ's PRECONDITION_FAILED
 
 
 @dataclass(frozen=True)
@@ -91,6 +99,9 @@ def request_queue_arguments(names: Names) -> tuple[dict[str, Any], dict[str, Any
         # A quorum queue refuses only once it holds more than x-max-length (one past it, on
         # RabbitMQ 3.10): one less, and it holds as many requests as a classic queue.
         "x-max-length": REQUEST_QUEUE_MAX_LENGTH - 1,
+        # The broker counts deliveries and dead-letters a request its engines died holding
+        # twice (reason delivery_limit), which the engine tells its asker.
+        "x-delivery-limit": DELIVERY_LIMIT,
     }
     return both, quorum
 
@@ -154,15 +165,31 @@ async def declare_queue(
     ``quorum``'s and ``x-queue-type`` on top (a classic queue is declared without it, as before
     quorum queues were offered). A queue of the other type already on the broker is one line
     naming the setting, not a traceback: RabbitMQ names the first argument that differs, which
-    is one of those the two types tell apart."""
+    is one of those the two types tell apart. So is a quorum queue declared before one of its
+    arguments was added (``ADDED_LATER``): the types agree, and the first to differ is that."""
     own = {**(quorum or {}), "x-queue-type": "quorum"}
     typed = {**arguments, **own} if queue_type == "quorum" else dict(arguments)
     try:
         return await channel.declare_queue(name, durable=durable, arguments=typed)
     except ChannelPreconditionFailed as error:
-        if any(f"inequivalent arg '{key}'" in str(error) for key in own):
+        differing = INEQUIVALENT.search(str(error))
+        key = differing.group(1) if differing else None
+        if queue_type == "quorum" and key in ADDED_LATER:
+            raise argument_added(name, key, typed.get(key)) from None
+        if key in own:
             raise wrong_queue_type(name, queue_type) from None
         raise
+
+
+def argument_added(queue: str, key: str, value: object) -> QueueTypeMismatch:
+    """One line: the queue was declared without ``key`` (before it was added), or with another
+    value; it cannot change in place. Exit 78, as for a queue of the other type: the broker's
+    queue is what to change, once drained."""
+    return QueueTypeMismatch(
+        f"the queue {queue} exists on the broker with another {key} than this version's "
+        f"({value}): a queue's arguments cannot change in place, so drain and delete it, and "
+        f"the next start declares it again (see {DELIVERY_LIMIT_DOC})"
+    )
 
 
 async def delete_all(channel: AbstractRobustChannel, names: Names) -> None:

@@ -5,7 +5,10 @@ more than ``STALE_AFTER_S`` before the purge: asked during a long outage, its as
 on, and an answer now would come out of nowhere. Kept, in their order: the rest, and always the
 request an engine died answering (it is redelivered, or carries its attempt), whatever its
 age: it was being answered a moment ago. A request that has already stopped an engine
-``MAX_ATTEMPTS`` times is set aside instead (``Worker.set_aside``).
+``MAX_ATTEMPTS`` times (``broker.dead_letters``) is set aside instead (``Worker.set_aside``).
+A kept request's copy carries its attempt in a header, on a quorum queue too: the copy's own
+deliveries are counted from 0, so there the engine, not the delivery limit, sets it aside
+if it stops an engine again.
 
 The purge takes every waiting message first, holding them unacknowledged, then publishes the
 kept ones again in their order (with their attempt counted), then acknowledges all: a copy
@@ -22,6 +25,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from broker.amqp import Broker
+from broker.dead_letters import MAX_ATTEMPTS
 from broker.messages import Envelope
 from broker.protocol import Cancel, Request
 from broker.requeue import publish_again
@@ -33,9 +37,6 @@ log = logging.getLogger(__name__)
 # was asked meanwhile; older questions were asked during an outage. Below the request TTL
 # (300 s by default), or the TTL would expire them all first.
 STALE_AFTER_S = 120.0
-# A request that stopped the engine this many times is set aside, not started again: one
-# question that kills the engine must not take the service down in a loop.
-MAX_ATTEMPTS = 2
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,12 @@ kind, chosen once: an answer (``engine.jobs.answer``) or a rescrape (``engine.jo
 What the engine writes to an asker itself comes in the asker's locale (``Replies.text``).
 A request names its space (``config.spaces``): the jobs answer and rebuild with that space's
 settings; one naming a space this engine does not know ends ``failed``, saying so.
-A request whose engine died answering it comes back redelivered: it is queued again with its
-attempt counted and answered anew (``Worker._take_back``), unless it has already stopped the
-engine ``MAX_ATTEMPTS`` times (``engine.purge``): then it is set aside, its asker told.
+A request whose engine died answering it comes back redelivered and is answered anew
+(``Worker._take_back``): on a classic queue queued again with its attempt counted, on a quorum
+queue (which counts deliveries) in place. One that has already stopped the engine
+``MAX_ATTEMPTS`` times (``broker.dead_letters``) is set aside, its asker told: by this engine,
+or, past a quorum queue's ``x-delivery-limit``, by the broker, which dead-letters it to the
+queue of expired requests (``Worker.on_expired``).
 An answer outlives the loss of its broker connection: it goes on, its events wait for the
 connection to come back (``engine.replies``), and its request, redelivered after the reconnect,
 is not answered twice (``Worker._take_back``).
@@ -21,11 +24,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 from cachetools import LRUCache
 
 from broker.amqp import Broker
+from broker.dead_letters import DELIVERY_LIMIT, MAX_ATTEMPTS, DeadLettered
 from broker.messages import Envelope
 from broker.protocol import Cancel, ReplyEvent, Request, TerminalEvent
 from broker.requeue import publish_again
@@ -40,7 +44,7 @@ from engine.health import Running
 from engine.jobs.answer import AnswerJob
 from engine.jobs.rescrape import RescrapeJob
 from engine.metrics import EngineMetrics
-from engine.purge import MAX_ATTEMPTS, Purged, purge_stale
+from engine.purge import Purged, purge_stale
 from engine.replies import Replies
 from engine.status_feed import StatusCopies
 
@@ -140,10 +144,35 @@ class Worker:
     async def set_aside(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
         """Park a request that stopped the engine ``MAX_ATTEMPTS`` times, telling its asker."""
         log.warning("set aside: it stopped the engine %d times mid-answer", MAX_ATTEMPTS)
+        reason = f"stopped the engine {MAX_ATTEMPTS} times while answered"
+        await self._park(envelope, request, reason, "engine.set_aside")
+
+    async def _past_delivery_limit(
+        self, envelope: Envelope[DeadLettered], request: Request
+    ) -> None:
+        """Park a request a quorum queue dead-lettered past its ``x-delivery-limit`` (given out
+        ``MAX_ATTEMPTS`` times, never settled), telling its asker. Unless this engine answers
+        it, or did: then what came back twice was its delivery, on a connection lost twice
+        mid-answer, and the answer goes on (or went out) here."""
+        if request.session_id in self._answered or (
+            self.answering is not None and self.answering.session_id == request.session_id
+        ):
+            log.info("past its delivery limit, but answered here (connection lost twice): acked")
+            await envelope.ack()
+            return
+        log.warning("set aside by the broker: given out %d times, never settled", MAX_ATTEMPTS)
+        reason = (
+            f"delivery_limit: given out {MAX_ATTEMPTS} times, each time its engine stopped "
+            f"before the end (x-delivery-limit {DELIVERY_LIMIT})"
+        )
+        await self._park(envelope, request, reason, "engine.delivery_limit")
+
+    async def _park(self, envelope: Envelope[Any], request: Request, reason: str, key: str) -> None:
+        """Move the request to the dead-letter queue with ``reason``, and tell its asker."""
         assert envelope.set_aside is not None  # every envelope the broker opens has it
-        await envelope.set_aside(f"stopped the engine {MAX_ATTEMPTS} times while answered")
+        await envelope.set_aside(reason)
         replies = self._replies(request)
-        await replies.failed(replies.text("engine.set_aside", times=MAX_ATTEMPTS))
+        await replies.failed(replies.text(key, times=MAX_ATTEMPTS))
 
     async def start(self) -> None:
         await self.feedback.show_totals()
@@ -185,9 +214,13 @@ class Worker:
         with session_context(cancel.session_id):
             log.info("cancel received")
 
-    async def on_expired(self, envelope: Envelope[Request]) -> None:
-        request = envelope.message
+    async def on_expired(self, envelope: Envelope[DeadLettered]) -> None:
+        """A request dead-lettered by the request queue: expired, or past its delivery limit."""
+        request = envelope.message.request
         with session_context(request.session_id):
+            if envelope.message.past_delivery_limit:
+                await self._past_delivery_limit(envelope, request)
+                return
             log.info("expired in the queue")
             waited = int(time.time() - request.sent_at)
             replies = self._replies(request)
@@ -227,10 +260,11 @@ class Worker:
         """A request given out before and never settled: its engine died answering it, or this
         one lost its connection meanwhile (then it was answered here: drop it).
 
-        Published again with its attempt counted, to the queue's end: the requests behind it
-        waited through the crash, and if this one is what killed the engine they are not held
-        up by it again (docs/reliability.md). If the broker refuses the copy, it is answered
-        now, uncounted."""
+        On a quorum queue, answered again in place: the broker counts its deliveries, and
+        dead-letters it past the limit (``on_expired``). On a classic queue, published again
+        with its attempt counted, to the queue's end: the requests behind it waited through
+        the crash, and if this one is what killed the engine they are not held up by it again
+        (docs/reliability.md). If the broker refuses the copy, it is answered now, uncounted."""
         if request.session_id in self._answered:  # this engine ran it: a reconnect, no death
             replies = self._answered[request.session_id]
             if replies is not None and replies.end is not None:
@@ -242,6 +276,10 @@ class Worker:
             else:  # the reconnect cut the answer short: begun anew, an attempt of its own
                 log.info("redelivered after a reconnect cut its answer short: answered again")
                 await self._handle(envelope, request)
+            return
+        if self.settings.queue_type == "quorum":
+            log.info("its engine stopped mid-answer: answered again (attempt %d)", envelope.attempt)
+            await self._handle(envelope, request)
             return
         try:
             await publish_again(self.broker, [(request, envelope.attempt)])

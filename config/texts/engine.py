@@ -72,6 +72,16 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
             "聞き方を変えて質問してください"
         ),
     },
+    "engine.delivery_limit": {  # a quorum queue dead-lettered it past its x-delivery-limit
+        "en": (
+            "this question was set aside: the engine stopped {times} times before it could "
+            "finish the answer; please ask it another way"
+        ),
+        "ja": (
+            "回答エンジンが回答を終える前に {times} 回停止したため、この質問は保留にしました。"
+            "聞き方を変えて質問してください"
+        ),
+    },
     "engine.expired_in_queue": {
         "en": "waited {waited} s in the queue, past its time to live",
         "ja": "順番待ちで {waited} 秒待ち、有効期限を過ぎました",
