@@ -39,8 +39,10 @@ class BrokerAway(ConciergeError, ConnectionError):
 
 
 class QueueTypeMismatch(ConciergeError):
-    """A queue exists on the broker with another type than ``CONCIERGE_QUEUE_TYPE`` says: a
-    queue's type cannot change in place, so the setting (or the broker) is what to change."""
+    """A queue exists on the broker with another type than ``CONCIERGE_QUEUE_TYPE`` says, or
+    without an argument this version adds (``topology.argument_added``: the quorum request
+    queue's delivery limit): a queue's type and arguments cannot change in place, so the
+    setting (or the broker's queue, once drained) is what to change."""
 
     exit_code = EXIT_CONFIG
 
