@@ -1,5 +1,5 @@
-"""``concierge bench {cancel,stream,queue,conversation,queue-types,all}``: options, running one
-benchmark, showing it.
+"""``concierge bench {cancel,stream,queue,conversation,queue-types,chaos,all}``: options,
+running one benchmark, showing it.
 
 Kept light to import (argparse only at the top): ``cli.main`` builds its parser from here.
 """
@@ -60,7 +60,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 
 def add_bench_parser(subcommands: Any) -> argparse.ArgumentParser:
-    """Add ``bench`` and its four benchmarks to the ``concierge`` subcommands."""
+    """Add ``bench`` and its benchmarks to the ``concierge`` subcommands."""
     bench: argparse.ArgumentParser = subcommands.add_parser(
         "bench",
         help="measure cancels, streaming, the queue and follow-ups (real broker and model)",
@@ -120,8 +120,24 @@ def add_bench_parser(subcommands: Any) -> argparse.ArgumentParser:
         help="reaches the broker's node (rabbitmqctl, or 'scripts/cluster.sh ctl 1')",
     )
     types.add_argument("--json", action="store_true", help="print one JSON document instead")
+    _chaos_parser(kinds)
     add_all_parser(kinds, _positive)
     return bench
+
+
+def _chaos_parser(kinds: Any) -> None:
+    chaos = kinds.add_parser(
+        "chaos", help="answers through node kills, engine kills and bot restarts (a local cluster)"
+    )
+    chaos.add_argument("-n", "--questions", type=_positive, default=40, help="questions asked")
+    chaos.add_argument("--askers", type=_positive, default=8, help="named bots asking at once")
+    chaos.add_argument("--seed", type=int, default=1, help="draws the faults' moments")
+    chaos.add_argument("--node-kills", type=_count, default=1, help="broker nodes SIGKILLed")
+    chaos.add_argument("--engine-kills", type=_count, default=1, help="engines SIGKILLed")
+    chaos.add_argument("--bot-restarts", type=_count, default=1, help="bots restarted")
+    chaos.add_argument("--max-tokens", type=_positive, default=32, help="each answer's limit")
+    chaos.add_argument("--logs", type=Path, help="keep the engines' and bots' logs here")
+    chaos.add_argument("--json", action="store_true", help="print one JSON document instead")
 
 
 def _count(text: str) -> int:
@@ -217,6 +233,10 @@ async def bench_command(args: argparse.Namespace, settings: Settings) -> int:
         return await all_command(args, settings)
     if args.benchmark == "queue-types":  # the broker alone: no model to load
         return await _queue_types(args, settings)
+    if args.benchmark == "chaos":  # a cluster of its own, the engine a process of its own
+        from cli.benchmarks.chaos import chaos_command
+
+        return await chaos_command(args, settings)
     if args.plot is not None and importlib.util.find_spec("matplotlib") is None:
         raise ConfigError("--plot: needs matplotlib (pip install 'concierge[plot]')")
     settings = with_options(args, settings)
