@@ -5,7 +5,10 @@ and needs to know, for each failed publish, whether the broker may have it: an e
 because the channel was already closed certainly did not go out, and is published again once
 the connection is back; one whose confirmation was lost with the connection may have reached
 the asker's queue (RabbitMQ's own warning: "a lost confirmation does not mean the broker
-rejected the message"). The stream channel has publisher confirms for that: the confirmation
+rejected the message"). An event the broker refuses (a nack) certainly did not go out either:
+a quorum reply queue whose leader's node has just gone refuses publishes until another node
+leads it, a few seconds; it is held and published again like the others. The stream channel
+has publisher confirms for that: the confirmation
 comes back within a few milliseconds, and only the event loop's pump waits for it, never the
 generation thread (``engine.replies.TokenRelay``).
 """
@@ -36,7 +39,7 @@ class EventStream:
 
     async def publish(self, event: ReplyEvent, reply_to: str) -> None:
         """Publish and wait for the confirmation; ``BrokerAway`` when the connection is gone
-        or goes meanwhile. A nack raises ``DeliveryError`` (the broker refused it: not retried)."""
+        or goes meanwhile, or the broker refuses the event for now (a nack)."""
         if self.channel.is_closed:  # a reconnect is under way: nothing is written
             raise BrokerAway("the connection to RabbitMQ is being restored", maybe_sent=False)
         message = messages.event_message(event)
@@ -44,8 +47,8 @@ class EventStream:
             await self.exchange.publish(
                 message, routing_key=reply_to, mandatory=False, timeout=CONFIRM_TIMEOUT_S
             )
-        except DeliveryError:
-            raise
+        except DeliveryError as refused:  # not taken: published again, after a pause
+            raise BrokerAway(f"the broker refused it ({refused})", maybe_sent=False) from None
         except (AMQPError, ConnectionError, RuntimeError, TimeoutError) as error:  # unknown
             raise BrokerAway(str(error) or type(error).__name__, maybe_sent=True) from error
         except asyncio.CancelledError:

@@ -44,6 +44,7 @@ TOKEN_BATCH_S = 0.05  # after the first token, one event per this long (``TokenR
 # restarted broker in about ten. Past it they are dropped, and the terminal event goes out
 # again when the broker redelivers the request (``engine.worker``).
 OUTAGE_WAIT_S = 30.0
+RETRY_PAUSE_S = 0.25  # between two tries of a held event, the channel open (a nack)
 
 # Why a job ended early, in English (``Replies.locale`` says which language its asker reads);
 # ``STOPPED_BY_USER`` is no text: it becomes a Cancelled event.
@@ -165,6 +166,17 @@ class Replies:
             await self.status.copy(event)
         return True
 
+    async def send_end_again(self) -> None:
+        """Publish the terminal event once more, as it was (the request came back after a
+        reconnect, its end unconfirmed): held through an outage like any event, and not seen
+        again by ``on_event`` (the metrics counted it once)."""
+        assert self.end is not None, "only an ended stream's end is sent again"
+        async with self._publishing:
+            if not await self._publish(self.end):
+                self._hold(self.end)
+        if self._flusher is not None:
+            await asyncio.wait({self._flusher})
+
     def _hold(self, event: ReplyEvent) -> None:
         """Keep ``event`` for when the broker is back, and see that someone waits for it."""
         self.held += 1
@@ -187,8 +199,9 @@ class Replies:
                 lost = 1 + len(self.outbox.clear())
                 log.warning("%d reply event(s) not sent: the broker is still away", lost)
                 return
-            else:  # the connection went again, or stopped answering: wait for it
+            else:  # the connection went again, stopped answering, or the broker refused
                 self.outbox.put_back(event)
+                await asyncio.sleep(min(RETRY_PAUSE_S, wait_s))  # a nack again at once: pause
         log.info("%d held reply event(s) sent once the broker was back", sent)
 
 

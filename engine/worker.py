@@ -271,7 +271,8 @@ class Worker:
                 if replies.end_delivered:  # confirmed: the asker has it, or will
                     log.info("redelivered after a reconnect, its end already delivered: acked")
                 else:
-                    await self._send_end_again(request, replies.end)
+                    log.info("redelivered after a reconnect, already answered: end sent again")
+                    await replies.send_end_again()  # an asker that had it drops it
                 await _settle(envelope)
             else:  # the reconnect cut the answer short: begun anew, an attempt of its own
                 log.info("redelivered after a reconnect cut its answer short: answered again")
@@ -289,16 +290,6 @@ class Worker:
             return
         await _settle(envelope)
         log.info("its engine stopped mid-answer: queued again (attempt %d)", envelope.attempt)
-
-    async def _send_end_again(self, request: Request, end: TerminalEvent) -> None:
-        """A request answered here, redelivered after a reconnect: not answered twice, but its
-        terminal event goes out again (the first may have been lost with the connection; an
-        asker that had it ignores the second, docs/protocol.md)."""
-        log.info("redelivered after a reconnect, already answered here: its end sent again")
-        try:
-            await self.broker.send_event(end, request.reply_to)
-        except Exception as error:  # the asker may be gone
-            log.warning("end not sent again: %s", error)
 
     async def _handle(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
         job, replies = self._job(request), self._replies(request)
