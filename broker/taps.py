@@ -59,6 +59,12 @@ class Tap:
         """Stop copying ``routing_key``."""
         await self._when_ready(lambda: self._queue.unbind(self.exchange, routing_key))
 
+    def when_lost(self, lost: Callable[[], None]) -> None:
+        """Call ``lost`` each time the tap's channel closes (its connection dropped, or
+        ``close``): the copies routed until it is restored are gone, so a reader that keeps
+        an order of copies knows that it has a gap."""
+        self._channel.close_callbacks.add(lambda _channel, _error: lost())
+
     async def close(self) -> None:
         """Stop copying. Closing the channel cancels the consumer, so RabbitMQ drops the
         auto-deleted queue; a channel closed here is never restored, even mid-reconnect."""

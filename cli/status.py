@@ -4,11 +4,11 @@ Queue figures come from passive declares (``message_count``, ``consumer_count``)
 nothing and need no management plugin; the engine's health from its ``/healthz``: whether it
 is answering, its counts, and its knowledge base (``answering`` and ``knowledge_base``). An
 engine that does not report its knowledge base leaves the local ``CONCIERGE_KB_PATH`` file to
-show, labelled as local. With spaces (docs/spaces.md), a table of each space's requests since
-the engine started and its knowledge base. An engine that runs but cannot answer (its model
-server down, with ``CONCIERGE_BACKEND=openai``) is shown running, with what it waits for. Exit
-0 when an engine is there to answer, 1 otherwise, 69 (from ``main``) when the broker cannot be
-reached.
+show, labelled as local. With spaces (docs/spaces.md), a table of each space's requests
+waiting in the queue now and since the engine started, and its knowledge base. An engine that
+runs but cannot answer (its model server down, with ``CONCIERGE_BACKEND=openai``) is shown
+running, with what it waits for. Exit 0 when an engine is there to answer, 1 otherwise, 69
+(from ``main``) when the broker cannot be reached.
 """
 
 from __future__ import annotations
@@ -240,10 +240,10 @@ def requests_table(health: Health) -> Table:
 
 
 def spaces_table(health: Health) -> Table | None:
-    """Each space's share of the engine's work since it started (what runs now, the requests
-    it began and how they ended) and its knowledge base; None with one space (the tables
-    above are its) or an engine too old to say. What waits is not shown by space: it is one
-    FIFO queue, and the engine learns a request's space only when it takes it."""
+    """Each space's share of the engine's work: what runs in it now, its requests waiting in
+    the queue now, those the engine began since it started and how they ended, and its
+    knowledge base; None with one space (the tables above are its) or an engine too old to
+    say. The caption says how many wait whose space the engine could not see."""
     spaces = health.get("spaces")
     if not isinstance(spaces, dict) or len(spaces) < 2:
         return None
@@ -254,23 +254,43 @@ def spaces_table(health: Health) -> Table | None:
     table = Table(
         "space",
         "now",
+        "waiting",
         "started",
         *OUTCOMES,
         "knowledge base",
-        title="spaces: requests since the engine started",
-        caption="waiting requests are not counted by space (one queue, read in order)",
+        title="spaces: waiting now, and requests since the engine started",
+        caption=waiting_caption(spaces),
     )
     for name, space in spaces.items():
         requests = space.get("requests") or {}
         kb = space.get("knowledge_base")
+        waiting = space.get("waiting")
         table.add_row(
             name,
             ", ".join(now.get(name, [])) or "-",
+            str(waiting) if isinstance(waiting, int) else "-",
             str(space.get("started", 0)),
             *(str(requests.get(outcome, 0)) for outcome in OUTCOMES),
             kb_text(kb) if isinstance(kb, dict) else "-",
         )
     return table
+
+
+def waiting_caption(spaces: dict[str, Any]) -> str:
+    """What the ``waiting`` column counts; ``waiting_unknown`` is the same in every space."""
+    first: dict[str, Any] = next(iter(spaces.values()), {})
+    if "waiting" not in first:
+        return "waiting: not counted by space by this engine (too old to say)"
+    if first.get("waiting") is None:
+        return "waiting: the engine could not read the queue just now"
+    unknown = first.get("waiting_unknown") or 0
+    text = "waiting: in the queue now, neither cancelled nor past their deadline"
+    if unknown:
+        text += (
+            f"; {plural(unknown, 'more request')} of a space the engine could not see "
+            "(queued before it started, or while its connection was down)"
+        )
+    return text
 
 
 async def knowledge_line(settings: Settings, health: Health | None) -> str:

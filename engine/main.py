@@ -1,5 +1,6 @@
 """Starting and stopping the engine: take the metrics port, clean up, load the model, connect,
-purge once, serve (and queue the scheduled rescrapes) until stopped."""
+tap the request queue's copies (what waits, by space), purge once, serve (and queue the
+scheduled rescrapes) until stopped."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from engine.backends.base import Backend
 from engine.backends.configured import open_backend
 from engine.knowledge.scrape.buildfile import remove_stale_builds
 from engine.metrics import EngineMetrics, serve_metrics
+from engine.queue_share import watch_queue
 from engine.schedule import RescrapeSchedule
 from engine.space_status import SpacesReport
 from engine.worker import Worker
@@ -34,13 +36,15 @@ async def run_engine(
     stops there (``MetricsPortUnavailable``, one line) before it loads a model or touches the
     broker. The request queue is purged here, once, before consuming (unless
     ``purge_on_start`` is off or another engine consumes it): a reconnect later re-declares
-    the topology but never purges.
+    the topology but never purges. The copies of what is queued are tapped before the purge:
+    the requests it keeps, published again, are then known by their space.
     """
     spaces = load_spaces(settings)  # a bad spaces file stops the start here, one line
     metrics = EngineMetrics(settings.engine_name)
     every = settings.rescrape_every
     schedule = RescrapeSchedule(settings, every, spaces) if every is not None else None
-    metrics.watch_spaces(SpacesReport(spaces, schedule))
+    report = SpacesReport(spaces, schedule)
+    metrics.watch_spaces(report)
     async with serve_metrics(metrics, settings.metrics_host, settings.metrics_port):
         for name in spaces.names:  # it logs each file
             await asyncio.to_thread(remove_stale_builds, spaces.named(name).settings.kb_path)
@@ -51,6 +55,7 @@ async def run_engine(
         async with Broker(settings) as broker:
             metrics.watch(broker)
             worker = Worker(settings, broker, backend, metrics=metrics, spaces=spaces)
+            report.watch_waiting(await watch_queue(broker, worker.cancelled, settings.engine_name))
             if settings.purge_on_start:
                 await purge_once(worker)
             await worker.start()

@@ -1,17 +1,13 @@
 """Each space's share of the engine's work, for ``/healthz`` (``concierge status`` shows it):
-the requests of each space the engine began and how they ended since it started, and each
-space's knowledge base with its next scheduled rescrape. The job running now
-says its space itself (``engine.health.Running``).
-
-What waits in the queue is not counted by space here: the request queue is one FIFO from which
-the engine takes one request at a time, and a broker does not say what a queue holds without
-handing it out, so the engine learns a request's space only when it takes it (or when it
-expires in the queue). The web console, which copies every request as it is queued, counts
-the waiting ones it saw by space.
+the requests of each space waiting in the queue now (``engine.queue_share`` says how they are
+known), those the engine began and how they ended since it started, and each space's
+knowledge base with its next scheduled rescrape. The job running now says its space itself
+(``engine.health.Running``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -20,13 +16,15 @@ from pydantic import BaseModel
 from broker.protocol import Cancelled, Done, Expired, Failed, Started
 from config.spaces import Spaces
 from engine.health import OUTCOMES, KnowledgeReport
+from engine.queue_share import Waiting
 from engine.schedule import RescrapeSchedule
 
 OUTCOME_OF = {Done: "done", Cancelled: "cancelled", Failed: "failed", Expired: "expired"}
 
 
 class SpacesReport:
-    """What ``/healthz`` says of each space: ``{name: {started, requests, knowledge_base}}``."""
+    """What ``/healthz`` says of each space:
+    ``{name: {waiting, waiting_unknown, started, requests, knowledge_base}}``."""
 
     def __init__(self, spaces: Spaces, schedule: RescrapeSchedule | None = None) -> None:
         self._started = dict.fromkeys(spaces.names, 0)
@@ -39,6 +37,11 @@ class SpacesReport:
             )
             for name in spaces.names
         }
+        self._waiting: Callable[[], Waiting | None] = lambda: None
+
+    def watch_waiting(self, waiting: Callable[[], Waiting | None]) -> None:
+        """Read what waits in the queue at each ``read`` (blocking; None: not known now)."""
+        self._waiting = waiting
 
     def record(self, space: str, event: BaseModel) -> None:
         """Count one reply event of a request of ``space``, as ``EngineMetrics.record`` does;
@@ -51,9 +54,14 @@ class SpacesReport:
             self._ended[space][outcome] += 1
 
     def read(self) -> dict[str, dict[str, Any]]:
-        """Blocking (each knowledge base's counts, read again only when its file changed)."""
+        """Blocking (the queue's count; each knowledge base's counts, read again only when
+        its file changed). ``waiting_unknown``, the same in every space: the requests waiting
+        whose space the engine could not see; both are None when the queue cannot be read."""
+        waiting = self._waiting()
         return {
             name: {
+                "waiting": waiting.by_space[name] if waiting is not None else None,
+                "waiting_unknown": waiting.unknown if waiting is not None else None,
                 "started": started,
                 "requests": dict(self._ended[name]),
                 "knowledge_base": self._knowledge[name].read(),
