@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from cachetools import TTLCache
 
@@ -28,12 +29,27 @@ class CancelledSessions:
         self.ttl_s = ttl_s
         self._received_at: TTLCache[str, float] = TTLCache(max_size, ttl_s, timer=time.monotonic)
         self._lock = threading.Lock()
+        self._watchers: dict[str, Callable[[], None]] = {}  # the running answer's, at most
 
     def add(self, session_id: str) -> None:
-        """Remember ``session_id``; a repeated cancel keeps its first arrival time."""
+        """Remember ``session_id``; a repeated cancel keeps its first arrival time. Whoever
+        watches it (``watch``) hears of it at once."""
         with self._lock:
             if session_id not in self._received_at:
                 self._received_at[session_id] = time.monotonic()
+            watcher = self._watchers.get(session_id)
+        if watcher is not None:
+            watcher()
+
+    def watch(self, session_id: str, on_cancel: Callable[[], None]) -> None:
+        """Call ``on_cancel`` when ``session_id`` is cancelled, until ``unwatch``: the running
+        answer stops its computation then, not at its next token."""
+        with self._lock:
+            self._watchers[session_id] = on_cancel
+
+    def unwatch(self, session_id: str) -> None:
+        with self._lock:
+            self._watchers.pop(session_id, None)
 
     def __contains__(self, session_id: object) -> bool:
         with self._lock:

@@ -1,6 +1,6 @@
 """A stop ends llama.cpp's computation under way, a token's as well as a prompt's
-(engine/backends/llama.py, ``_AbortSwitch``): the real model, asked by nothing but
-``should_stop``."""
+(engine/backends/llama.py, ``_AbortSwitch``): the real model, and the real engine, which
+interrupts it the moment a cancel arrives (engine/jobs/answer.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,14 @@ import threading
 
 import pytest
 
+from bots.ask import Ask
+from bots.client import ConciergeClient
+from broker.protocol import Cancelled
 from engine.backends.base import Backend, ChatMessage, GenerationLimits, GenerationStopped
 from engine.backends.llama import LlamaBackend
+from engine.cancelled import CancelledSessions
+from tests.conftest import LONG_QUESTION, RunningEngine
+from tests.helpers import collect, wait_for_tokens
 
 STORY = [ChatMessage("user", "Tell me a long story about a lighthouse keeper and his cat.")]
 LONG_PROMPT = [ChatMessage("user", "Summarise this. " + "The tide came in. " * 400)]
@@ -22,36 +28,64 @@ def llama(backend: Backend) -> LlamaBackend:
     return backend
 
 
-def test_a_stop_during_generation_ends_the_token_under_way(llama: LlamaBackend) -> None:
-    """The caller goes on reading and never checks ``should_stop`` itself: the backend alone
-    must end the generation (it used to check only while the prompt was processed)."""
-    stop = threading.Event()
-    pieces_after_stop = 0
+def test_an_interrupt_during_generation_ends_the_token_under_way(llama: LlamaBackend) -> None:
+    """From another thread, while the model decodes; the reader goes on reading and never
+    checks ``should_stop`` itself."""
+    interrupted = threading.Event()
+    pieces_after = 0
     with pytest.raises(GenerationStopped):
-        for piece in llama.stream(STORY, stop.is_set, GenerationLimits(max_tokens=200)):
-            if stop.is_set():
-                pieces_after_stop += 1
+        for piece in llama.stream(STORY, lambda: False, GenerationLimits(max_tokens=200)):
+            if interrupted.is_set():
+                pieces_after += 1
             elif piece.strip():
-                stop.set()
-    assert pieces_after_stop <= 2  # at most a token decoded before the watcher looked
+                threading.Thread(target=lambda: (llama.interrupt(), interrupted.set())).start()
+                interrupted.wait()
+    assert pieces_after <= 1  # the decode under way, or the next one, is aborted
 
 
-def test_a_stop_during_prompt_processing_ends_it_before_any_token(llama: LlamaBackend) -> None:
-    stop = threading.Event()
-    timer = threading.Timer(0.2, stop.set)  # well within the prompt's seconds of processing
+def test_an_interrupt_during_prompt_processing_ends_it_before_any_token(
+    llama: LlamaBackend,
+) -> None:
+    timer = threading.Timer(0.2, llama.interrupt)  # well within the prompt's seconds
     timer.start()
     pieces: list[str] = []
     with pytest.raises(GenerationStopped):
-        pieces.extend(llama.stream(LONG_PROMPT, stop.is_set, GenerationLimits(max_tokens=8)))
+        pieces.extend(llama.stream(LONG_PROMPT, lambda: False, GenerationLimits(max_tokens=8)))
     timer.cancel()
     assert pieces == []
 
 
-def test_after_a_stop_the_next_answer_runs_whole(llama: LlamaBackend) -> None:
-    with pytest.raises(GenerationStopped):
-        for _ in llama.stream(STORY, lambda: True, GenerationLimits(max_tokens=50)):
-            pass
-
+def test_after_an_interrupt_the_next_answer_runs_whole(llama: LlamaBackend) -> None:
+    llama.interrupt()  # meant for an answer that had just ended: not the next one's
     pieces = list(llama.stream(STORY, lambda: False, GenerationLimits(max_tokens=12)))
 
-    assert len(pieces) >= 10  # the switch was let go: nothing left over stops this one
+    assert len(pieces) >= 10
+
+
+def test_a_cancel_calls_whoever_watches_its_session_and_no_one_else() -> None:
+    cancelled = CancelledSessions(10, 60)
+    heard: list[str] = []
+    cancelled.watch("running", lambda: heard.append("running"))
+
+    cancelled.add("queued")
+    cancelled.add("running")
+    cancelled.unwatch("running")
+    cancelled.add("running")
+
+    assert heard == ["running"]
+
+
+async def test_the_engine_interrupts_the_model_when_a_cancel_arrives(
+    long_engine: RunningEngine, client: ConciergeClient, backend: Backend
+) -> None:
+    """Stopped between tokens, the context would still hold the answer's tokens; an aborted
+    decode resets it: so an empty context shows the cancel reached the computation itself."""
+    assert isinstance(backend, LlamaBackend)
+    session = await client.ask(Ask(LONG_QUESTION, "u1"))
+    await wait_for_tokens(session, 5)
+    await client.cancel(session, "u1")
+    end = (await collect(session))[-1]
+
+    assert isinstance(end, Cancelled)
+    assert end.tokens_after_cancel == 0
+    assert backend.llm.n_tokens == 0

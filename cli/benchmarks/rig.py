@@ -103,6 +103,12 @@ class BenchBackend:
     async def health(self) -> dict[str, Any]:
         return await self.inner.health()
 
+    def interrupt(self) -> None:
+        """As the engine's backend does (``Interruptible``): the model in this process stops
+        its computation; a server's stream is stopped between pieces."""
+        if isinstance(self.inner, LlamaBackend):
+            self.inner.interrupt()
+
     def stream(
         self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
     ) -> Pieces:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from broker.protocol import FinishReason
 from config.errors import EXIT_UNAVAILABLE, ConciergeError
@@ -78,6 +78,16 @@ class Backend(Protocol):
         """What ``/healthz`` says of the backend: its kind, its model, and, for a model
         server, whether it answers now (``server_answering``)."""
         ...
+
+
+@runtime_checkable
+class Interruptible(Protocol):
+    """A backend that can end the computation under way at once, not only between pieces:
+    the model in this process (a prompt's processing takes seconds, a token 10 ms or more).
+    The engine calls ``interrupt`` the moment the running answer must stop (a cancel, its
+    time limit, a shutdown); ``stream`` then raises ``GenerationStopped``."""
+
+    def interrupt(self) -> None: ...
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,7 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -31,8 +29,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WATCH_INTERVAL_S = 0.002  # how often a running computation asks ``should_stop``
-
 
 @dataclass(frozen=True)
 class ModelOptions:
@@ -49,7 +45,9 @@ class LlamaBackend:
 
     Generation blocks, so the engine runs ``stream`` in a thread. A stop does not wait for
     the computation under way (a prompt's processing: seconds; a token: 10 ms or more on a
-    busy machine): llama.cpp's abort callback ends it at its next step (``_AbortSwitch``).
+    busy machine): ``interrupt``, called by the engine the moment a cancel arrives, ends it
+    at its next step through llama.cpp's abort callback (``_AbortSwitch``); ``should_stop``
+    is still asked between tokens.
     """
 
     def __init__(self, options: ModelOptions) -> None:
@@ -95,30 +93,39 @@ class LlamaBackend:
         self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
     ) -> Pieces:
         finish: FinishReason | None = None
+        self._abort.let_go()  # an interrupt meant for the answer before is not this one's
+        if should_stop():  # stopped before it began: an interrupt from then was let go
+            raise GenerationStopped
         try:
-            with self._abort.watching(should_stop):
-                chunks: Any = self.llm.create_chat_completion(
-                    messages=[message.as_dict() for message in messages],  # type: ignore[misc]
-                    max_tokens=limits.max_tokens,
-                    temperature=limits.temperature,
-                    top_p=limits.top_p,
-                    min_p=limits.min_p,
-                    repeat_penalty=limits.repeat_penalty,
-                    stream=True,
-                )
-                for chunk in chunks:
-                    choice = chunk["choices"][0]
-                    text = choice["delta"].get("content")
-                    if text:
-                        yield text
-                    if choice.get("finish_reason") in ("stop", "length"):
-                        finish = choice["finish_reason"]
+            chunks: Any = self.llm.create_chat_completion(
+                messages=[message.as_dict() for message in messages],  # type: ignore[misc]
+                max_tokens=limits.max_tokens,
+                temperature=limits.temperature,
+                top_p=limits.top_p,
+                min_p=limits.min_p,
+                repeat_penalty=limits.repeat_penalty,
+                stream=True,
+            )
+            for chunk in chunks:
+                choice = chunk["choices"][0]
+                text = choice["delta"].get("content")
+                if text:
+                    yield text
+                if choice.get("finish_reason") in ("stop", "length"):
+                    finish = choice["finish_reason"]
         except RuntimeError as error:
             if "llama_decode returned 2" not in str(error):
                 raise
             self.reset()  # the aborted decode left the context half-filled
             raise GenerationStopped from None
+        finally:
+            self._abort.let_go()  # for whatever computes next
         return finish
+
+    def interrupt(self) -> None:
+        """End the computation under way at its next step (from any thread): ``stream``
+        then raises ``GenerationStopped``. Called for the answer running now only."""
+        self._abort.pull()
 
     def reset(self) -> None:
         """Forget everything the context holds: the next prompt is processed in full, sharing
@@ -138,11 +145,10 @@ class _AbortSwitch:
     ggml asks the callback at every node of every graph, a thousand times a token. A Python
     callback would take the GIL from the event loop each time (so it used to be on only while
     the prompt was processed, and a token under way ran to its end). The callback is instead
-    libc's ``strlen`` on a two-byte buffer, which C answers in nanoseconds: 0 (go on) until a
-    watcher thread, asking ``should_stop`` every ``WATCH_INTERVAL_S``, sets the first byte (1:
-    stop). ``strlen``'s ``size_t`` of 0 or 1 reads as that ``bool`` in the ABI's return
-    register. The aborted decode then fails ("llama_decode returned 2") and ``stream`` resets
-    the context.
+    libc's ``strlen`` on a two-byte buffer, which C answers in nanoseconds: 0 (go on) until
+    ``pull`` sets the first byte (1: stop); ``strlen``'s ``size_t`` of 0 or 1 reads as that
+    ``bool`` in the ABI's return register. The aborted decode then fails ("llama_decode
+    returned 2"). Nothing polls: whoever learns of the stop pulls (``LlamaBackend.interrupt``).
     """
 
     def __init__(self, ctx: Any) -> None:
@@ -155,26 +161,11 @@ class _AbortSwitch:
             ctx, self._callback, ctypes.cast(self._flag, ctypes.c_void_p)
         )
 
-    @contextmanager
-    def watching(self, should_stop: ShouldStop) -> Iterator[None]:
-        """Pull the switch once ``should_stop()`` is true, asked every ``WATCH_INTERVAL_S`` by
-        a thread of its own while the block runs; the switch is let go when it ends."""
-        done = threading.Event()
+    def pull(self) -> None:
+        self._flag[0] = b"\1"
 
-        def watch() -> None:
-            while not done.wait(WATCH_INTERVAL_S):
-                if should_stop():
-                    self._flag[0] = b"\1"
-                    return
-
-        watcher = threading.Thread(target=watch, name="abort-watch", daemon=True)
-        watcher.start()
-        try:
-            yield
-        finally:
-            done.set()
-            watcher.join()
-            self._flag[0] = b"\0"  # for whatever computes next
+    def let_go(self) -> None:
+        self._flag[0] = b"\0"
 
 
 def _chat_template(llm: Any) -> Any:

@@ -14,7 +14,13 @@ from config.spaces import Spaces
 from config.texts import Locale
 from engine.answering.closing import closing
 from engine.answering.pipeline import AnswerPlanner
-from engine.backends.base import Backend, BackendFailed, ChatMessage, GenerationLimits
+from engine.backends.base import (
+    Backend,
+    BackendFailed,
+    ChatMessage,
+    GenerationLimits,
+    Interruptible,
+)
 from engine.cancelled import CancelledSessions
 from engine.generation.ending import ending_event
 from engine.generation.loop import Generation, run_token_loop
@@ -66,9 +72,16 @@ class AnswerJob:
         return self._planners[space_name]
 
     def abandon(self) -> None:
-        """The engine is stopping and will not wait: the running answer stops at its next token."""
+        """The engine is stopping and will not wait: the running answer stops now."""
         if self._current is not None:
             self._current.abandoned = True
+            self._interrupt()
+
+    def _interrupt(self) -> None:
+        """End the model's computation under way, where the backend can (``Interruptible``);
+        the token loop stops at its next check anyway."""
+        if isinstance(self.backend, Interruptible):
+            self.backend.interrupt()
 
     async def run(self, request: Request, replies: Replies) -> None:
         """Answer to a terminal event (one a shutdown cut short says "interrupted")."""
@@ -113,8 +126,12 @@ class AnswerJob:
         relay: TokenRelay,
         reply_to: str,
     ) -> None:
-        """Run the token loop in a thread until it ends, watching that the asker is still there."""
+        """Run the token loop in a thread until it ends, watching that the asker is still there.
+        A cancel, or the time limit, interrupts the model's computation the moment it comes."""
         self._current = generation
+        self.cancelled.watch(generation.session_id, self._interrupt)
+        time_left_s = max(0.0, generation.time_limit_at - time.monotonic())
+        out_of_time = asyncio.get_running_loop().call_later(time_left_s, self._interrupt)
         thread = asyncio.ensure_future(
             asyncio.to_thread(
                 run_token_loop,
@@ -129,12 +146,14 @@ class AnswerJob:
         )
         watchdog = asyncio.create_task(self._stop_if_asker_leaves(generation.session_id, reply_to))
         try:
-            await _outlive_cancellation(thread, generation)
+            await _outlive_cancellation(thread, generation, self._interrupt)
         except asyncio.CancelledError:
             relay.cancel()
             raise
         finally:
             watchdog.cancel()
+            out_of_time.cancel()
+            self.cancelled.unwatch(generation.session_id)
             self._current = None
 
     async def _stop_if_asker_leaves(self, session_id: str, reply_to: str) -> None:
@@ -173,12 +192,15 @@ def generation_limits(settings: Settings) -> GenerationLimits:
     )
 
 
-async def _outlive_cancellation(thread: asyncio.Future[Generation], generation: Generation) -> None:
+async def _outlive_cancellation(
+    thread: asyncio.Future[Generation], generation: Generation, interrupt: Callable[[], None]
+) -> None:
     """Wait for the generation thread; if this task is cancelled (its channel closed), stop the
     thread and still wait for it, so the model never runs two generations at once."""
     try:
         await asyncio.shield(thread)
     except asyncio.CancelledError:
         generation.abandoned = True
+        interrupt()
         await thread
         raise
