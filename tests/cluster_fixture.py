@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
@@ -23,11 +21,12 @@ from pathlib import Path
 
 import pytest
 
+from cli.benchmarks.chaos_rig import free_base_port
+
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "cluster.sh"
 START_TIMEOUT_S = 300.0  # three nodes boot in about 20 s on two busy cores
 NODE_TIMEOUT_S = 120.0
-DIST_OFFSET = 20_000  # the script's: a node's Erlang distribution port is its AMQP port + this
 
 
 @dataclass(frozen=True)
@@ -86,25 +85,6 @@ class Cluster:
         pid_file = Path(self.env["CONCIERGE_CLUSTER_DIR"]) / f"node-{node}" / "script.pid"
         os.killpg(int(pid_file.read_text().strip()), signal.SIGKILL)
         return await self.script("stop", str(node))
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_base_port() -> int:
-    """Three AMQP ports in a row, and their distribution ports, that nothing listens on."""
-    for _ in range(200):
-        base = random.randrange(20_000, 40_000)
-        ports = [base + offset for offset in range(3)]
-        if all(_free(port) and _free(port + DIST_OFFSET) for port in ports):
-            return base
-    raise RuntimeError("no free ports for a local cluster")
 
 
 @pytest.fixture(scope="session")

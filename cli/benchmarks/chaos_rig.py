@@ -47,7 +47,7 @@ class ClusterNodes:
     @classmethod
     def own(cls, folder: Path) -> ClusterNodes:
         """Settings for a cluster nobody else uses: free ports, never the script's defaults."""
-        base = _free_base_port()
+        base = free_base_port()
         env = {
             **os.environ,
             "CONCIERGE_CLUSTER_DIR": str(folder),
@@ -109,7 +109,7 @@ def _free(port: int) -> bool:
     return True
 
 
-def _free_base_port() -> int:
+def free_base_port() -> int:
     """Three AMQP ports in a row, and their distribution ports, that nothing listens on."""
     for _ in range(200):
         base = random.randrange(20_000, 40_000)
