@@ -64,6 +64,10 @@ M = TypeVar("M")
 FEEDBACK_PREFETCH = 10  # votes in hand at once: each is stored before it is acknowledged
 HEARTBEAT_S = 30  # a dead peer noticed within a minute, with no false alarm during a long answer
 CONNECT_TIMEOUT_S = 10.0  # to reach the broker, and to wait for a channel being restored
+# A quorum request queue refuses publishes (nacks) until a new leader is elected after its
+# leader's node went: a few seconds. A request nacked while the queue is not full is sent again.
+NACKED_RETRY_WITHIN_S = 10.0
+NACKED_RETRY_PAUSE_S = 0.25
 
 
 class Broker:
@@ -147,12 +151,31 @@ class Broker:
     # --- publishing ---------------------------------------------------------------------
 
     async def send_request(self, request: Request) -> None:
-        """Publish a persistent, confirmed request whose AMQP TTL matches its deadline."""
+        """Publish a persistent, confirmed request whose AMQP TTL matches its deadline.
+
+        A nack is the full queue's ``reject-publish``, or a quorum queue with no leader for a
+        few seconds after a node went: published again after a pause while the queue is not
+        full, for at most ``NACKED_RETRY_WITHIN_S``; ``QueueFull`` otherwise."""
         ttl_s = max(request.deadline - request.sent_at, 0.001)
+        give_up_at = asyncio.get_running_loop().time() + NACKED_RETRY_WITHIN_S
+        while True:
+            try:
+                await self.publish(request, self.names.request_exchange, REQUEST_ROUTING_KEY, ttl_s)
+                return
+            except DeliveryError:
+                late = asyncio.get_running_loop().time() > give_up_at
+                if late or await self._request_queue_full():
+                    raise QueueFull("the request queue is full") from None
+                log.info("request refused by the broker, the queue not full: sent again")
+                await asyncio.sleep(NACKED_RETRY_PAUSE_S)
+
+    async def _request_queue_full(self) -> bool:
+        """Whether the request queue holds its maximum; False when the broker cannot say."""
         try:
-            await self.publish(request, self.names.request_exchange, REQUEST_ROUTING_KEY, ttl_s)
-        except DeliveryError:  # nacked: x-max-length with reject-publish
-            raise QueueFull("the request queue is full") from None
+            waiting = await self.request_queue_depth()
+        except (AMQPError, ConnectionError, RuntimeError, TimeoutError):
+            return False
+        return topology.request_queue_is_full(waiting)
 
     async def send_cancel(self, cancel: Cancel) -> None:
         """Publish a cancel on the cancel exchange, which no queued request can delay."""
@@ -225,7 +248,11 @@ class Broker:
         """Requests waiting and engines taking them, both from one declare."""
         assert self._confirm is not None  # after a reconnect, wait until it is restored
         await asyncio.wait_for(self._confirm.ready(), CONNECT_TIMEOUT_S)
-        declared = await self._core.request_queue.declare()  # fresh counts, not cached ones
+        try:
+            declared = await self._core.request_queue.declare()  # fresh counts, not cached
+        except (AMQPConnectionError, ChannelInvalidStateError, RuntimeError):  # a node went
+            await asyncio.wait_for(self._confirm.ready(), CONNECT_TIMEOUT_S)
+            declared = await self._core.request_queue.declare()
         return QueueCounts(declared.message_count or 0, declared.consumer_count or 0)
 
     async def take_waiting_request(self) -> Envelope[Request | Cancel] | None:

@@ -87,6 +87,11 @@ async def declare_request_queue(
     return await declare_queue(channel, names.request_queue, queue_type, both, quorum=quorum)
 
 
+def request_queue_is_full(waiting: int) -> bool:
+    """Whether ``waiting`` ready requests fill the request queue, of either type (below)."""
+    return waiting >= REQUEST_QUEUE_MAX_LENGTH
+
+
 def request_queue_arguments(names: Names) -> tuple[dict[str, Any], dict[str, Any]]:
     """The request queue's arguments, and a quorum queue's own on top of them."""
     both = {

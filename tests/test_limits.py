@@ -63,3 +63,27 @@ async def test_the_engine_refuses_an_oversized_question_too(
         events = await collect(session)
     assert [type(event) for event in events] == [Failed]
     assert "question too long" in events[0].reason
+
+
+async def test_a_request_refused_while_the_queue_has_room_is_sent_again(
+    settings: Settings, broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quorum queue also nacks while it has no leader (a node just went): the bot sends the
+    request again rather than say "busy". Here the nack is the full queue's, and a request is
+    taken off the queue between the nack and the bot's look at the depth."""
+    await broker.delete_all()
+    monkeypatch.setattr("broker.topology.REQUEST_QUEUE_MAX_LENGTH", 2)
+    async with Broker(settings) as bots_broker, ConciergeClient(settings, "test") as client:
+        await client.ask(Ask("one", "a"))
+        await client.ask(Ask("two", "b"))
+        looked = Broker._request_queue_full
+
+        async def one_taken_first(self: Broker) -> bool:
+            taken = await bots_broker.take_waiting_request()
+            assert taken is not None
+            await taken.ack()
+            return await looked(self)
+
+        monkeypatch.setattr(Broker, "_request_queue_full", one_taken_first)
+        await client.ask(Ask("three", "c"))  # not refused
+        assert await bots_broker.request_queue_depth() == 2  # "one" taken off, "three" added
