@@ -287,7 +287,10 @@ class Renderer:
                     self.status = Status.STOPPING
                     self._held_until = self.clock() + STOP_CONFIRM_WAIT_S
             case Started(attempt=attempt):
-                if attempt > 1:  # the text so far is dropped: the new answer comes whole
+                # An answer begun again: the text so far is dropped, the new one comes whole.
+                # One never begun here is simply an answer: a request that only waited when
+                # a broker node went can come back counted as a second attempt.
+                if attempt > 1 and self.status is not Status.QUEUED:
                     self.text, self._text_known, self.restarted = "", True, True
                 if self.status is Status.QUEUED:
                     self.status = Status.GENERATING

@@ -120,6 +120,34 @@ async def test_the_terminal_says_the_answer_restarted_and_prints_the_new_one_who
     assert "the engine restarted mid-answer: the whole answer follows again" in err.getvalue()
 
 
+async def test_a_second_attempt_never_begun_here_is_shown_as_an_answer() -> None:
+    """A request that only waited while a broker node went can come back counted as a second
+    attempt: an asker who saw no earlier start is told nothing about a restart."""
+    request = make_request(reply_to="cli", user_id="u", question="q", ttl_s=30)
+    header = {"session_id": request.session_id}
+    events = (
+        Started(**header, seq=0, waited_s=3, attempt=2),
+        TokenEvent(**header, seq=1, text="Hello"),
+        Done(**header, seq=2, text="Hello", tokens=1, ttft_s=0.1, tokens_per_s=9, elapsed_s=1),
+    )
+    session = Session.for_request(request, timeout_s=5)
+    for event in events:
+        session.items.put_nowait(event)
+    out, err = io.StringIO(), io.StringIO()
+    status = TerminalStatus(Console(file=err, width=200), "en")
+    outcome = await TerminalAnswer(session, PlainText(out), status).follow()
+    assert outcome.code == EXIT_OK and out.getvalue() == "Hello\n"
+    assert "restarted" not in err.getvalue()
+
+    sink, session = WatchedSink(), Session.for_request(request, timeout_s=5)
+    for event in events:
+        session.items.put_nowait(event)
+    renderer = Renderer(sink, max_chars=100, edit_interval_s=0)
+    assert await renderer.run(session) is Status.DONE
+    assert not renderer.restarted
+    assert ANSWERING_AGAIN not in [content.footer for content in sink.shown]
+
+
 async def interrupted(settings: Settings, request: Request, attempt: int) -> None:
     """``request`` queued as attempt ``attempt`` and taken by a consumer that dies holding it
     (its connection closes unacknowledged), as a killed engine would leave it."""

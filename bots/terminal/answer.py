@@ -77,6 +77,7 @@ class TerminalAnswer:
         self.json_out = json_out
         self.streamed = ""  # every piece shown
         self.stopping = False
+        self.began = False  # a ``started`` came: an attempt after it is an answer begun again
 
     async def follow(self) -> Outcome:
         """Show events until the exchange ends."""
@@ -103,8 +104,9 @@ class TerminalAnswer:
         self._print_json(item)
         match item:
             case Started(attempt=attempt):
-                if attempt > 1:
+                if attempt > 1 and self.began:  # else it only waited while a broker node went
                     self._begin_again()
+                self.began = True
                 self.status.started(self.session.kind)
             case TokenEvent(text=piece):
                 self._add(piece)
