@@ -12,7 +12,7 @@ import pytest
 from broker.protocol import make_request
 from config.settings import Settings
 from engine.answering.english import is_common_word
-from engine.answering.needs import named_terms, question_needs
+from engine.answering.needs import code_names, named_terms, question_needs
 from engine.answering.on_site import best_article
 from engine.answering.pipeline import AnswerPlanner
 from engine.knowledge.models import PATH_SEPARATOR, Passage
@@ -87,3 +87,28 @@ def test_what_an_abbreviation_stands_for_is_asked_of_the_abbreviation_alone() ->
     for question in ("What does EAFP stand for?", "What does EAFP mean?"):
         assert [need.forms for need in question_needs(question) if not need.optional] == [("eafp",)]
         assert best_article(question, [entry]).on_site
+
+
+def test_a_name_is_on_the_site_only_as_a_name_of_its_own(settings: Settings) -> None:
+    """ "requests.get()" is not named by a page that calls ``self.requests.get(url)``; a
+    function is named by its module's name for it, a file type by a file's name."""
+    html = b"""<html><head><title>Client</title></head><body><main><h1>Client</h1>
+    <p>The client calls self.requests.get(url) and saves book.xlsx with tempfile.mkdtemp().</p>
+    </main></body></html>"""
+    url = f"{BASE}/client.html"
+    article = extract_article(html, url).article(url)
+    build_kb(settings.kb_path, settings.kb_path, [article], [], datetime.now(UTC))
+    kb = AnswerPlanner(settings, lambda messages: 0).kb
+    names = ["requests.get", "tempfile.mkdtemp", ".xlsx", "mkdtemp"]
+    assert kb.mentions(names) == set(names)  # as substrings, every one
+    assert kb.mentions(names, whole=True) == {"tempfile.mkdtemp", ".xlsx", "mkdtemp"}
+
+
+def test_a_version_the_site_never_mentions_is_not_on_it(planner: AnswerPlanner) -> None:
+    """Documentation of an earlier release does not answer about a later one."""
+    question = "How do I create a temporary directory with tempfile?"
+    assert plan_for(planner, question)[0] == "model"
+    assert plan_for(planner, f"{question[:-1]} in Python 3.13?") == ("not_on_site", ())
+    assert plan_for(planner, "How do I log with logging version 9?") == ("not_on_site", ())
+    assert code_names("Why does round(2.5) give 2?") == []  # a number, not a release
+    assert code_names("Is UUID Version 7 in Python 3.11.4?") == ["version 7", "3.11.4"]

@@ -68,6 +68,8 @@ def question_needs(question: str) -> list[Need]:
                 optional = run in FRAMING_WORDS
                 named = not optional and not is_common_word(run)
                 needs += [Need((term,), len(run), optional, named) for term in latin_terms(run)]
+    # A version named is a name: on a page that answers, as it is ("3.12", not "12").
+    needs += [Need((version,), len(version), named=True) for version in version_names(question)]
     return needs
 
 
@@ -141,7 +143,22 @@ CODE_NAME_RE = re.compile(
 )
 
 
+# A version a question asks about ("Python 3.12", "UUID version 7"): documentation that never
+# mentions it was written before it, or is about another thing. A bare number is left alone:
+# "round(2.5)" asks about the number, not a release.
+VERSION_RE = re.compile(
+    r"\b(?:python\s+(\d+\.\d+(?:\.\d+)?)|(version\s+\d+(?:\.\d+)*))(?![\w.])", re.IGNORECASE
+)
+
+
 def code_names(question: str) -> list[str]:
-    """The functions and file types ``question`` names, lowercase, without parentheses."""
-    names = (m.group(1) or m.group(2) for m in CODE_NAME_RE.finditer(question))
+    """The functions, file types and versions ``question`` names, lowercase, without
+    parentheses."""
+    names = [m.group(1) or m.group(2) for m in CODE_NAME_RE.finditer(question)]
+    names += version_names(question)
     return list(dict.fromkeys(name.lower() for name in names))
+
+
+def version_names(question: str) -> list[str]:
+    """The versions ``question`` names: "3.12" of "Python 3.12", "version 7" as it is."""
+    return [(m.group(1) or m.group(2)).lower() for m in VERSION_RE.finditer(question)]

@@ -116,7 +116,7 @@ class AnswerPlanner:
             return Plan("no_articles", language, note=words.no_articles, messages=messages,
                         history=fitted)  # fmt: skip
         names = code_names(asked)  # 4: "itertools.batched()" must be on the site,
-        unknown = sorted(set(names) - self.kb.mentions(names))
+        unknown = sorted(set(names) - self.kb.mentions(names, whole=True))
         site_terms = self.kb.mentions(named_terms(question_needs(searched)))  # "YAML" on it
         passages = on_site_passages(
             asked,

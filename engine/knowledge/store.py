@@ -12,6 +12,7 @@ threads, and a call made after a rescrape's switch reads the new file.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from contextlib import closing
 from dataclasses import replace
@@ -53,6 +54,9 @@ SELECT {COLUMNS}, 0.0 FROM (
 """
 HIT_SQL = "(instr(lower(title || ' ' || heading || ' ' || body), ?) > 0)"
 MENTION_SQL = f"SELECT 1 FROM passages WHERE {HIT_SQL} LIMIT 1"
+MENTION_TEXTS_SQL = f"""
+SELECT lower(title || ' ' || heading || ' ' || body) FROM passages WHERE {HIT_SQL}
+"""
 RESCRAPED_AT_SQL = "SELECT value FROM meta WHERE key = 'rescraped_at'"
 
 
@@ -87,14 +91,17 @@ class KnowledgeBase:
             cosine = matrix.similarity(question, fused)
         return [replace(rows[r], similarity=cosine.get(r, 0.0)) for r in fused if r in rows]
 
-    def mentions(self, names: list[str]) -> set[str]:
-        """Which of ``names`` (lowercase) some passage holds, as a substring of its text."""
+    def mentions(self, names: list[str], *, whole: bool = False) -> set[str]:
+        """Which of ``names`` (lowercase) some passage holds, as a substring of its text; with
+        ``whole``, as a name of its own: "requests.get" is not in "self.requests.get(url)"."""
         if not names or not self.path.exists():
             return set()
         with closing(open_readonly(self.path)) as conn:
             if not has_current_schema(conn):
                 return set()
-            return {name for name in names if conn.execute(MENTION_SQL, (name,)).fetchone()}
+            if not whole:
+                return {name for name in names if conn.execute(MENTION_SQL, (name,)).fetchone()}
+            return {name for name in names if _names_whole(conn, name)}
 
     def stats(self) -> KbStats:
         """Counts for ``concierge kb stats``; zeros before the first rescrape."""
@@ -178,3 +185,17 @@ def _substring_fill(conn: sqlite3.Connection, query: Query, limit: int, found: F
 def _passage(row: tuple[int, str, str, str, str, str | None, float]) -> Passage:
     _, title, url, body, heading, anchor, score = row
     return Passage(title, url, body, score, heading, anchor)
+
+
+def _names_whole(conn: sqlite3.Connection, name: str) -> bool:
+    """Whether a passage holds ``name`` (lowercase) as a name of its own: no name character
+    just after it, and just before it no name character, nor a dot if it is dotted itself
+    ("requests.get" is not "self.requests.get"; "mkdtemp" is in "tempfile.mkdtemp"; a file
+    type, ".xlsx", may follow a file's name)."""
+    if name.startswith("."):
+        before = ""
+    else:
+        before = r"(?<![\w.])" if "." in name else r"(?<!\w)"
+    pattern = re.compile(rf"{before}{re.escape(name)}(?!\w)")
+    texts = conn.execute(MENTION_TEXTS_SQL, (name,))
+    return any(pattern.search(text) for (text,) in texts)
