@@ -72,3 +72,16 @@ def test_a_sentence_pointing_back_to_this_function_brings_the_one_naming_it() ->
     assert evidence.quote.startswith("Python 3.10 adds a new function to the standard library: ")
     assert "inspect.get_annotations()" in evidence.quote
     assert "calling this function is the best practice" in evidence.quote
+
+
+def test_a_function_called_by_name_is_quoted_from_its_own_entry() -> None:
+    """The note on ``tempfile.tempdir`` meets every word of the question too ("the global
+    default return type of mkstemp() and mkdtemp() changes"): the entry of mkdtemp answers."""
+    note = section_passage("library/tempfile.html", "tempfile.tempdir")
+    entry = section_passage("library/tempfile.html", "tempfile.mkdtemp()")
+
+    evidence = find_evidence("What does tempfile.mkdtemp() return?", [note, entry])
+
+    assert evidence is not None
+    assert evidence.quote.startswith("tempfile.mkdtemp(suffix=None, prefix=None, dir=None)")
+    assert "returns the absolute pathname of the new directory" in evidence.quote

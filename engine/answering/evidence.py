@@ -12,7 +12,9 @@ A sentence that announces what follows ("The following example rounds pi to thre
 takes the line after it, the example being the answer. Documentation describes a function in
 an entry under its signature ("shutil.rmtree(path, ...)" then "Delete an entire directory
 tree"), so a quote from an entry starts with the entry's signature, or its name when the
-signature is long: the sentence alone does not say what it describes.
+signature is long: the sentence alone does not say what it describes. And a question that calls
+a function by name is answered by that function's entry, when it holds a sentence meeting the
+question, not by another entry that mentions the function in passing.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from config.text_helpers import SENTENCE_RE, shorten
-from engine.answering.needs import Need, met, question_needs
+from engine.answering.needs import Need, code_names, met, question_needs
 from engine.knowledge.models import PATH_SEPARATOR, Passage
 
 TITLE_SHARE = 0.25  # a need the title holds tells the article's sentences apart less
@@ -106,6 +108,8 @@ def find_evidence(
     numbered = [s for s in candidates if s.has_number]
     if numbered and ASKS_FOR_NUMBER_RE.search(question):
         candidates = numbered  # "how much", "いくら": the answer is a number
+    if entry := [s for s in candidates if s.rank in _entries_named(question, passages)]:
+        candidates = entry  # "What does tempfile.mkdtemp() return?": its entry says
     first = max(
         candidates,
         key=lambda s: (score.required(s.met), score.optional(s.met), -s.rank, -len(s.text)),
@@ -181,6 +185,18 @@ def _referred_to(
         and len(s.text) <= room
     ]
     return before[:1]
+
+
+def _entries_named(question: str, passages: Sequence[Passage]) -> set[int]:
+    """The ranks of the passages that are the entries of the functions ``question`` calls by
+    name: the entry's anchor is the name, or ends with it after a module's or class's dot."""
+    names = code_names(question)
+    return {
+        rank
+        for rank, passage in enumerate(passages)
+        if (anchor := (passage.anchor or "").lower())
+        and any(anchor == name or anchor.endswith(f".{name}") for name in names)
+    }
 
 
 def _described(first: _Sentence, passage: Passage, sentences: Sequence[_Sentence]) -> _Sentence:
