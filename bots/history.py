@@ -21,10 +21,10 @@ answer says when older messages were left out.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from bots.renderer import Status, status_of
+from broker.answer_text import SOURCES_RE
 from broker.history_window import block_start
 from broker.protocol import MAX_BODY_BYTES, MAX_HISTORY_TURN_CHARS, HistoryTurn, Request, encode
 from config.text_helpers import shorten
@@ -35,8 +35,6 @@ TRUNCATED_MARK = "…"  # a turn over the character cap keeps its start, then th
 # Each earlier turn sent is cut to this (the protocol allows 8,000): a dozen such turns of
 # plain text fit a request's 64 KiB body.
 HISTORY_TURN_MAX_CHARS = 4000
-# The engine's list of the articles an answer used ("Sources:" then "- Title <url>" lines).
-SOURCES_RE = re.compile(r"\n*Sources:\n(?:- [^\n]*(?:\n|\Z))+\s*\Z")
 
 
 @dataclass(frozen=True)

@@ -20,9 +20,9 @@ from rich.table import Table
 
 from bots.ask import Ask
 from bots.client import AskRefused, ConciergeClient
-from bots.history import SOURCES_RE
 from bots.session import ReplyTimeout, Session
 from bots.terminal.chat import one_off
+from broker.answer_text import SOURCES_RE
 from broker.peek import peek_queues
 from broker.protocol import Cancelled, Done, Expired, Failed, HistoryTurn, Names
 from cli.eval_scoring import (

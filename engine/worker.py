@@ -107,6 +107,7 @@ class Worker:
         # prefetch_count=1 already serialises deliveries, but after a reconnect the broker
         # redelivers while the old job may still run: the model must never serve two at once.
         self._one_job_at_a_time = asyncio.Lock()
+        self._arrived = 0  # requests taken from the queue, not yet begun (waiting for the lock)
 
     def _job(self, request: Request) -> Job:
         return self.rescrapes if request.type == "rescrape" else self.answers
@@ -232,12 +233,19 @@ class Worker:
             self._take_cancel(envelope.message)  # the FIFO trap: honoured only when reached
             await envelope.ack()
             return
+        self.answers.next_turn.stop()  # the model is this request's now
+        self._arrived += 1
         # A reconnect closes the delivery's channel, which cancels this consumer task: the
         # answer goes on regardless (its events wait for the broker, ``engine.replies``).
         taking = asyncio.ensure_future(self._take(envelope, envelope.message))
         self._taking.add(taking)
         taking.add_done_callback(self._taken)
         await asyncio.shield(taking)
+
+    async def settled(self) -> None:
+        """Until every request taken so far is handled, the reading ahead after it included."""
+        if self._taking:
+            await asyncio.wait(set(self._taking))
 
     def _taken(self, taking: asyncio.Future[None]) -> None:
         """A request handled: an error nobody awaits any more (its consumer was cancelled
@@ -249,12 +257,15 @@ class Worker:
     async def _take(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
         with session_context(request.session_id):
             async with self._one_job_at_a_time:
+                self._arrived -= 1
                 if envelope.attempt > MAX_ATTEMPTS:
                     await self.set_aside(envelope, request)
                 elif envelope.redelivered:
                     await self._take_back(envelope, request)
                 else:
                     await self._handle(envelope, request)
+                if not self._arrived:  # idle: the model reads a follow-up's beginning ahead
+                    await self.answers.next_turn.warm()
 
     async def _take_back(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
         """A request given out before and never settled: its engine died answering it, or this

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import io
 import json
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from rich.console import Console
 
+from bots.ask import Ask
+from bots.client import ConciergeClient
+from broker.answer_text import without_sources
+from broker.protocol import Done
 from cli.benchmarks import report
 from cli.benchmarks.conversation import CACHED, UNCACHED, ConversationConfig, run_conversation
 from cli.benchmarks.rig import BenchBackend
@@ -19,6 +27,11 @@ from engine.backends.base import Backend, ChatMessage, GenerationLimits
 from engine.backends.configured import STATE_CACHE_MB, model_options
 from engine.backends.llama import LlamaBackend
 from engine.backends.state_cache import MIB, StateCache, entry_bytes
+from engine.jobs.next_turn import NextTurn, next_turn_prefix
+from tests.conftest import RunningEngine
+from tests.helpers import collect
+
+GENERATION_PROMPT = b"<|im_start|>assistant\n"  # SmolLM2's template: count_tokens adds it
 
 # --- llama.cpp's state cache --------------------------------------------------------------
 
@@ -100,6 +113,54 @@ def test_a_follow_up_after_another_question_is_answered_from_its_saved_state(
     assert cache.cache_size <= cache.capacity_bytes
 
 
+def test_a_follow_up_prepared_ahead_reads_only_its_articles_and_question(
+    cached: LlamaBackend,
+) -> None:
+    """``warm`` reads the next prompt's beginning (the turns, then the last question and
+    answer) while idle; the follow-up then loads that state and reads only what is new, and
+    answers as it would have from the start. An interrupted warm-up reads nothing."""
+    system = "You are a helpful assistant."
+    first = chat_messages(system, "Name three animals that live on a farm.", articles="[1] Farm")
+    reply = answer(cached, first)
+    prefix = next_turn_prefix(first, "Name three animals that live on a farm.", reply)
+    assert cached.warm(prefix, lambda: True) == 0  # stopped before it began
+    read = cached.warm(prefix, lambda: False)
+    assert read > 0 and cached.warm(prefix, lambda: False) == 0  # held already: nothing to read
+    assert cached.state_cache is not None
+    warmed = next(reversed(cached.state_cache.cache_state))  # the state it saved, by its tokens
+    answer(cached, chat_messages(system, "Describe the colour of the sea at night."))
+    follow_up = chat_messages(
+        system,
+        "Which of them gives milk?",
+        articles="[1] Farm animals (https://f.example)\nCows give milk.",
+        history=prefix[1:],
+    )
+    loaded: list[tuple[int, ...]] = []
+    load_state = cached.llm.load_state
+
+    def noting(state: Any) -> None:
+        loaded.append(tuple(state.input_ids[: state.n_tokens].tolist()))
+        load_state(state)
+
+    cached.llm.load_state = noting  # type: ignore[method-assign]
+    try:
+        from_cache = answer(cached, follow_up)
+    finally:
+        del cached.llm.load_state
+
+    suffix = cached.llm.tokenize(GENERATION_PROMPT, add_bos=False, special=True)
+    assert len(warmed) == cached.count_tokens(prefix) - len(suffix)  # up to the last answer
+    assert loaded == [warmed]  # the follow-up began from it: its last exchange was not re-read
+    cache = cached.state_cache
+    assert cache is not None
+    cached.llm.set_cache(None)
+    cached.reset()
+    try:
+        assert from_cache == answer(cached, follow_up)  # the same answer as read in full
+    finally:
+        cached.llm.set_cache(cache)
+
+
 def test_the_oldest_states_go_once_the_capacity_is_reached(cached: LlamaBackend) -> None:
     cache = cached.state_cache
     assert cache is not None
@@ -140,3 +201,50 @@ async def test_bench_conversation_measures_each_turn_both_ways(backend: Backend)
     shown = io.StringIO()
     report.print_report(doc, Console(file=shown, width=160))
     assert "last turn / first, with the cache" in shown.getvalue()
+
+
+# --- the next turn, read while the engine is idle -------------------------------------------
+
+
+@pytest.mark.broker
+async def test_once_idle_the_engine_reads_the_answer_as_the_next_turns_beginning(
+    backend: Backend, engine: RunningEngine, client: ConciergeClient
+) -> None:
+    """After an answer, with no request waiting, the newest saved state is the conversation
+    up to that answer as a turn (without its sources), as the follow-up will send it back."""
+    assert isinstance(backend, LlamaBackend) and backend.state_cache is not None
+    events = await collect(await client.ask(Ask("Name three animals of a farm.", "u1")))
+    done = events[-1]
+    assert isinstance(done, Done) and done.tokens > 0
+    await asyncio.wait(set(engine.worker._taking), timeout=60)  # its handling, warm-up included
+
+    newest = next(reversed(backend.state_cache.cache_state))
+    read = backend.llm.detokenize(list(newest), special=True).decode()
+    turn = "Name three animals of a farm.<|im_end|>\n<|im_start|>assistant\n"
+    assert read.endswith(f"{turn}{without_sources(done.text)}<|im_end|>\n")
+
+
+@pytest.mark.model
+def test_a_warm_up_stops_at_once_when_a_request_comes(cached: LlamaBackend) -> None:
+    """``NextTurn.stop`` (a request arrived) interrupts the reading under way: nothing is
+    saved, and the next answer is read from a clean context."""
+    long_turn = " ".join(f"Fact {n}: the farm has {n} hens." for n in range(60))
+    prefix = [
+        ChatMessage("system", "Be brief."),
+        ChatMessage("user", long_turn),
+        ChatMessage("assistant", "Noted."),
+    ]
+    began = threading.Event()
+    next_turn = NextTurn(cached, cached.interrupt)
+
+    def should_stop() -> bool:
+        began.set()
+        return False
+
+    with ThreadPoolExecutor(1) as pool:
+        reading = pool.submit(cached.warm, prefix, should_stop)
+        assert began.wait(30)
+        next_turn._running = True  # as while NextTurn.warm awaits this thread
+        next_turn.stop()
+        assert reading.result(30) == 0
+    assert answer(cached, chat_messages("Be brief.", "Say yes."), max_tokens=2)

@@ -12,11 +12,12 @@ from typing import TextIO
 
 from rich.markup import escape
 
-from bots.history import CUT_OFF_MARK, SOURCES_RE, STOPPED_MARK
+from bots.history import CUT_OFF_MARK, STOPPED_MARK
 from bots.renderer import history_notice
 from bots.session import Detached, ReplyTimeout, Session, SessionItem, StopRequested
 from bots.terminal.status import TerminalStatus
 from bots.terminal.text import AnswerText
+from broker.answer_text import SOURCES_RE
 from broker.protocol import (
     Cancelled,
     Done,

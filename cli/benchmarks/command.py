@@ -108,6 +108,9 @@ def add_bench_parser(subcommands: Any) -> argparse.ArgumentParser:
     )
     chat.add_argument("--max-tokens", type=_positive, default=64, help="each answer's limit")
     chat.add_argument("--repeat", type=_positive, default=1, help="the whole conversation")
+    chat.add_argument(
+        "--no-warm", dest="warm", action="store_false", help="no reading ahead while idle"
+    )
     _common(chat)
 
     types = kinds.add_parser("queue-types", help="classic against quorum queues: latency, memory")
@@ -213,6 +216,7 @@ async def run_benchmark(
                 interleave=args.interleave,
                 repeat=args.repeat,
                 max_tokens=args.max_tokens,
+                warm=args.warm,
             )
             return await conversation.run_conversation(settings, backend, chat, progress)
     raise AssertionError(args.benchmark)

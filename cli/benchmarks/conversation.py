@@ -3,9 +3,11 @@ llama.cpp's state cache, while other people's questions run in between.
 
 One visitor's eight questions (cli/benchmarks/town.py), each a follow-up of the last, are asked
 through the pipeline twice, turn by turn, side by side: once with the state cache
-(``engine/backends/configured.py``), once without it. Both are given the same history, with the
-written answers of town.py as the assistant's turns, so the two prompts of a turn are the same,
-in every run. Before each of them, other visitors
+(``engine/backends/configured.py``), once without it. Both are given the same history: the
+questions and the model's answers of the way with the cache, as a bot sends them back (without
+their sources), so the two prompts of a turn are the same. After each answer the visitor reads
+it, and the engine, idle, reads the next turn's beginning ahead (``engine/jobs/next_turn.py``;
+``--no-warm``: it does not). Before each of them, other visitors
 ask questions of their own (``--interleave``): the model's context then holds someone else's
 prompt, and only the cache can give the conversation back. Which of the two goes first
 alternates from turn to turn, so drift on a busy machine hits both.
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from bots.ask import Ask
+from broker.answer_text import without_sources
 from broker.protocol import Done, HistoryTurn
 from cli.benchmarks.rig import (
     BenchBackend,
@@ -37,7 +40,7 @@ from cli.benchmarks.rig import (
     running_rig,
     summarize,
 )
-from cli.benchmarks.town import ANSWERS, ARTICLES, CONVERSATION, OTHER_QUESTIONS
+from cli.benchmarks.town import ARTICLES, CONVERSATION, OTHER_QUESTIONS
 from cli.benchmarks.validity import invalid_runs
 from config.settings import ConfigError, Settings
 from engine.answering.pipeline import AnswerPlanner
@@ -59,7 +62,8 @@ class ConversationConfig:
     turns: int = len(CONVERSATION)
     interleave: int = 2  # other visitors' questions before each measured turn
     repeat: int = 1  # the whole conversation, this many times (medians per turn)
-    max_tokens: int = 64  # each measured answer's limit (the history's answers are written)
+    max_tokens: int = 64  # each measured answer's limit
+    warm: bool = True  # the engine reads the next turn's beginning while idle (next_turn.py)
 
 
 def state_cache_of(backend: BenchBackend) -> tuple[LlamaBackend, StateCache]:
@@ -76,6 +80,7 @@ async def run_conversation(
     settings: Settings, backend: BenchBackend, config: ConversationConfig, progress: Progress
 ) -> dict[str, Any]:
     llama, cache = state_cache_of(backend)
+    backend.warms = config.warm
     started = time.time()
     details = {
         **asdict(config),
@@ -123,10 +128,13 @@ class Conversation:
             turn[mode] = await measure_turn(
                 self.rig, self.llama, question, self.history, cached=mode == CACHED
             )
+            assert self.rig.worker is not None  # the visitor reads the answer: the engine idles
+            await self.rig.worker.settled()
         self.history += [
             HistoryTurn(role="user", text=question),
-            HistoryTurn(role="assistant", text=ANSWERS[index]),
+            HistoryTurn(role="assistant", text=without_sources(turn[CACHED].pop("text"))),
         ]
+        turn[UNCACHED].pop("text")
         assert self.llama.state_cache is not None
         turn["cache"] = cache_figures(self.llama.state_cache)
         turn["missed"] = missed_precondition(turn)
@@ -157,10 +165,12 @@ async def measure_turn(
     the saved states llama.cpp loads for it are noted (a precondition of the measure)."""
     cache, llm = llama.state_cache, llama.llm
     loaded: list[int] = []
+    loaded_ids: list[list[int]] = []
     load_state = llm.load_state
 
     def noting(state: Any) -> None:
         loaded.append(int(state.n_tokens))
+        loaded_ids.append(state.input_ids[: state.n_tokens].tolist())
         load_state(state)
 
     llm.set_cache(cache if cached else None)
@@ -176,11 +186,12 @@ async def measure_turn(
     done = end if isinstance(end, Done) else None
     arrivals = trace.token_arrivals()
     return {
+        "text": done.text if done is not None else "",  # becomes the history's turn
         "ttft_s": done.ttft_s if done is not None else None,
         "client_ttft_s": arrivals[0][0] - asked_at if arrivals else None,
         "tokens": done.tokens if done is not None else 0,
         "answered": done is not None and done.tokens > 0,
-        **prompt_tokens(rig, llama, trace),
+        **prompt_tokens(rig, llama, trace, loaded_ids[-1] if loaded_ids else []),
         "history_used": done.history_used if done is not None else None,
         "history_dropped": done.history_dropped if done is not None else None,
         "state_loaded_tokens": max(loaded, default=None),
@@ -206,20 +217,21 @@ def missed_precondition(turn: dict[str, Any]) -> str | None:
     return None
 
 
-def prompt_tokens(rig: Rig, llama: LlamaBackend, trace: Trace) -> dict[str, int]:
+def prompt_tokens(rig: Rig, llama: LlamaBackend, trace: Trace, loaded: list[int]) -> dict[str, int]:
     """The length of the prompt the engine built (the same request, the same knowledge base),
-    and of its part the last turn's saved state holds: the system prompt and the conversation
-    before its last exchange (that exchange was asked with its own articles)."""
+    and of its beginning that the saved state llama.cpp ``loaded`` for it held: the system
+    prompt and the conversation before its last exchange (that exchange was asked with its own
+    articles), or up to the last answer when the engine read it ahead while idle."""
+    from llama_cpp import Llama
+
     request = trace.session.request
     if request is None:
         raise BenchError("the turn's request was not kept")
     plan = AnswerPlanner(rig.settings, llama.count_tokens).plan(request)
-    messages = plan.messages
-    saved = messages[:-3] if plan.history.used >= 2 else []
-    framing = llama.count_tokens([])  # the template's "the assistant answers now" tokens
+    tokens = llama.prompt_tokens(plan.messages)
     return {
-        "prompt_tokens": llama.count_tokens(messages),
-        "saved_prefix_tokens": llama.count_tokens(saved) - framing if saved else 0,
+        "prompt_tokens": len(tokens),
+        "saved_prefix_tokens": int(Llama.longest_token_prefix(loaded, tokens)) if loaded else 0,
     }
 
 

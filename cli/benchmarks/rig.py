@@ -96,12 +96,21 @@ class BenchBackend:
         self.filler_max_tokens = filler_max_tokens
         self.cold = cold
         self.piece_times: list[list[float]] = []  # one list per measured stream
+        self.warms = False  # the engine reads a follow-up's beginning while idle (``warm``)
 
     def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
         return self.inner.count_tokens(messages)
 
     async def health(self) -> dict[str, Any]:
         return await self.inner.health()
+
+    def warm(self, messages: Sequence[ChatMessage], should_stop: ShouldStop) -> int:
+        """As the engine's backend does (``engine.jobs.next_turn.Warms``), when ``warms`` is
+        set: only the conversation benchmark lets the engine read ahead while idle (the others
+        run the model beside the engine, which must then never compute on its own)."""
+        if self.warms and isinstance(self.inner, LlamaBackend):
+            return self.inner.warm(messages, should_stop)
+        return 0
 
     def interrupt(self) -> None:
         """As the engine's backend does (``Interruptible``): the model in this process stops

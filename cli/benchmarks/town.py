@@ -98,9 +98,9 @@ CONVERSATION = (
     "And when is the last ferry back?",
 )
 
-# What a good assistant answers to each, as the history gives it back (the bots send the
-# shown answers): written, so every run and both ways read the same prompts, and as long as a
-# real answer (SmolLM2-135M's own shrink to "The answer is no." after a few turns).
+# What a good assistant answers to each, written, as long as a real answer (SmolLM2-135M's own
+# shrink to "The answer is no." after a few turns): the history of tests/test_history_blocks.py.
+# ``bench conversation`` gives back the model's own answers, as a bot does.
 ANSWERS = (
     "The ferry to Nishi Island leaves the east harbour at 7:30, 9:00, 12:00, 14:30 and 16:00 "
     "every day of the year, weather permitting. The crossing takes forty minutes, so the "

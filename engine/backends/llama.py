@@ -9,6 +9,7 @@ import ctypes
 import logging
 import os
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -63,6 +64,7 @@ class LlamaBackend:
         )
         self._abort = _AbortSwitch(self.llm.ctx)
         self._template = _chat_template(self.llm)
+        self._prefix_template = _chat_template(self.llm, add_generation_prompt=False)
         self.state_cache = self._install_state_cache(options.state_cache_bytes)
 
     def _install_state_cache(self, capacity_bytes: int) -> StateCache | None:
@@ -85,9 +87,17 @@ class LlamaBackend:
         if self._template is None:  # llama-cpp-python falls back to a format of its own
             text = "".join(message.content for message in messages)
             return len(self.llm.tokenize(text.encode())) + FRAMING_TOKENS * len(messages)
-        rendered = self._template(messages=[message.as_dict() for message in messages])
+        return len(self.prompt_tokens(messages, self._template))
+
+    def prompt_tokens(self, messages: Sequence[ChatMessage], template: Any = None) -> list[int]:
+        """The tokens the model reads for ``messages``: the chat template's text (``template``,
+        by default the one that ends with the assistant's turn beginning), tokenized."""
+        template = template or self._template
+        if template is None:
+            return []
+        rendered = template(messages=[message.as_dict() for message in messages])
         prompt = rendered.prompt.encode()
-        return len(self.llm.tokenize(prompt, add_bos=not rendered.added_special, special=True))
+        return list(self.llm.tokenize(prompt, add_bos=not rendered.added_special, special=True))
 
     def stream(
         self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
@@ -121,6 +131,49 @@ class LlamaBackend:
         finally:
             self._abort.let_go()  # for whatever computes next
         return finish
+
+    def warm(self, messages: Sequence[ChatMessage], should_stop: ShouldStop) -> int:
+        """Process ``messages``, the beginning of a prompt to come (a conversation's next turn
+        up to its new question), and keep llama.cpp's state after them in the state cache,
+        so that prompt reads only what follows. Returns the tokens processed: 0 when there is
+        no cache or chat template, when a saved state holds them all already, or when
+        ``should_stop`` (or ``interrupt``) ends it first. Not while ``stream`` runs."""
+        if self.state_cache is None or self._prefix_template is None:
+            return 0
+        from llama_cpp import Llama
+
+        tokens = self.prompt_tokens(messages, self._prefix_template)
+        if len(tokens) >= self.options.context_size // 2:  # the new question must fit after it
+            return 0
+        with suppress(KeyError):  # KeyError: no saved state shares a beginning with it
+            saved = self.state_cache[tokens]
+            if Llama.longest_token_prefix(saved.input_ids.tolist(), tokens) > self._live(tokens):
+                self.llm.load_state(saved)
+        start = self._live(tokens)
+        if start >= len(tokens) - 1:
+            return 0
+        self._abort.let_go()
+        if should_stop():
+            return 0
+        try:
+            self.llm.n_tokens = start
+            self.llm.eval(tokens[start:])
+        except RuntimeError as error:
+            if "llama_decode returned 2" not in str(error):
+                raise
+            self.reset()
+            return 0
+        finally:
+            self._abort.let_go()
+        self.state_cache[tokens] = self.llm.save_state()
+        return len(tokens) - start
+
+    def _live(self, tokens: list[int]) -> int:
+        """How many of ``tokens`` the context holds already, from the start."""
+        from llama_cpp import Llama
+
+        held: list[int] = self.llm.input_ids[: self.llm.n_tokens].tolist()
+        return int(Llama.longest_token_prefix(held, tokens))
 
     def interrupt(self) -> None:
         """End the computation under way at its next step (from any thread): ``stream``
@@ -168,9 +221,10 @@ class _AbortSwitch:
         self._flag[0] = b"\0"
 
 
-def _chat_template(llm: Any) -> Any:
+def _chat_template(llm: Any, *, add_generation_prompt: bool = True) -> Any:
     """The formatter ``create_chat_completion`` uses for a GGUF that carries its template (a
-    guessed format such as "chatml" is the same template); None for one without."""
+    guessed format such as "chatml" is the same template); None for one without. Without the
+    generation prompt, a conversation's messages render as the beginning of its next prompt."""
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
     template = llm.metadata.get("tokenizer.chat_template")
@@ -181,4 +235,5 @@ def _chat_template(llm: Any) -> Any:
         template=template,
         eos_token=llm._model.token_get_text(eos) if eos != -1 else "",
         bos_token=llm._model.token_get_text(bos) if bos != -1 else "",
+        add_generation_prompt=add_generation_prompt,
     )

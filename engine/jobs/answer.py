@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from broker.protocol import Request
+from broker.protocol import Done, Request
 from config.settings import Settings
 from config.spaces import Spaces
 from config.texts import Locale
@@ -24,6 +24,7 @@ from engine.backends.base import (
 from engine.cancelled import CancelledSessions
 from engine.generation.ending import ending_event
 from engine.generation.loop import Generation, run_token_loop
+from engine.jobs.next_turn import NextTurn, next_turn_prefix
 from engine.replies import TOKEN_BATCH_S, Replies, TokenRelay
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,7 @@ class AnswerJob:
         self._planners: dict[str, AnswerPlanner] = {}  # by space; each holds its own kb
         self.limits = generation_limits(settings)
         self._current: Generation | None = None
+        self.next_turn = NextTurn(backend, self._interrupt)  # read when the engine is idle
 
     def refusal(self, request: Request, locale: Locale) -> str | None:
         return None  # the model takes any question the worker lets through
@@ -73,6 +75,7 @@ class AnswerJob:
 
     def abandon(self) -> None:
         """The engine is stopping and will not wait: the running answer stops now."""
+        self.next_turn.stop()
         if self._current is not None:
             self._current.abandoned = True
             self._interrupt()
@@ -85,6 +88,7 @@ class AnswerJob:
 
     async def run(self, request: Request, replies: Replies) -> None:
         """Answer to a terminal event (one a shutdown cut short says "interrupted")."""
+        self.next_turn.prepare(None)
         limit_s = self.settings.answer_time_limit_s
         generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
         planner = self.planner(request.space)
@@ -107,17 +111,18 @@ class AnswerJob:
             if generation.appendix:
                 await replies.tokens(generation.appendix, count=0)
         cancel_received_at = self.cancelled.received_at(generation.session_id)
-        await replies.send(
-            ending_event(
-                generation,
-                replies.header(),
-                cancel_received_at=cancel_received_at,
-                time_limit_s=limit_s,
-                history=plan.history,
-                plan=plan,
-                locale=replies.locale,
-            )
+        end = ending_event(
+            generation,
+            replies.header(),
+            cancel_received_at=cancel_received_at,
+            time_limit_s=limit_s,
+            history=plan.history,
+            plan=plan,
+            locale=replies.locale,
         )
+        await replies.send(end)
+        if isinstance(end, Done) and plan.asks_model:  # a follow-up may come: prepare it
+            self.next_turn.prepare(next_turn_prefix(plan.messages, request.question, end.text))
 
     async def _generate(
         self,
