@@ -169,8 +169,9 @@ async def measure_turn(
     load_state = llm.load_state
 
     def noting(state: Any) -> None:
-        loaded.append(int(state.n_tokens))
-        loaded_ids.append(state.input_ids[: state.n_tokens].tolist())
+        if not rig.backend.warming:  # the engine reading the next turn ahead, after the answer
+            loaded.append(int(state.n_tokens))
+            loaded_ids.append(state.input_ids[: state.n_tokens].tolist())
         load_state(state)
 
     llm.set_cache(cache if cached else None)

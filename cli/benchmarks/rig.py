@@ -97,6 +97,7 @@ class BenchBackend:
         self.cold = cold
         self.piece_times: list[list[float]] = []  # one list per measured stream
         self.warms = False  # the engine reads a follow-up's beginning while idle (``warm``)
+        self.warming = False  # ... and is doing it now
 
     def count_tokens(self, messages: Sequence[ChatMessage]) -> int:
         return self.inner.count_tokens(messages)
@@ -108,9 +109,13 @@ class BenchBackend:
         """As the engine's backend does (``engine.jobs.next_turn.Warms``), when ``warms`` is
         set: only the conversation benchmark lets the engine read ahead while idle (the others
         run the model beside the engine, which must then never compute on its own)."""
-        if self.warms and isinstance(self.inner, LlamaBackend):
+        if not (self.warms and isinstance(self.inner, LlamaBackend)):
+            return 0
+        self.warming = True  # what the model loads now is not a measured prompt's
+        try:
             return self.inner.warm(messages, should_stop)
-        return 0
+        finally:
+            self.warming = False
 
     def interrupt(self) -> None:
         """As the engine's backend does (``Interruptible``): the model in this process stops
