@@ -30,6 +30,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# Reading ahead loads a saved state only when it holds this many more of the tokens than the
+# context does: loading a 900-token state takes about as long as reading 20 tokens, and every
+# state shares the system prompt with every prompt.
+LOAD_GAIN_TOKENS = 32
+
 
 @dataclass(frozen=True)
 class ModelOptions:
@@ -142,12 +147,14 @@ class LlamaBackend:
             return 0
         from llama_cpp import Llama
 
+        answered = next(reversed(self.state_cache.cache_state), None)  # the last answer's state
         tokens = self.prompt_tokens(messages, self._prefix_template)
         if len(tokens) >= self.options.context_size // 2:  # the new question must fit after it
             return 0
         with suppress(KeyError):  # KeyError: no saved state shares a beginning with it
             saved = self.state_cache[tokens]
-            if Llama.longest_token_prefix(saved.input_ids.tolist(), tokens) > self._live(tokens):
+            shared = Llama.longest_token_prefix(saved.input_ids[: saved.n_tokens].tolist(), tokens)
+            if shared > self._live(tokens) + LOAD_GAIN_TOKENS:
                 self.llm.load_state(saved)
         start = self._live(tokens)
         if start >= len(tokens) - 1:
@@ -166,7 +173,22 @@ class LlamaBackend:
         finally:
             self._abort.let_go()
         self.state_cache[tokens] = self.llm.save_state()
+        self._drop_superseded(answered, messages, tokens)
         return len(tokens) - start
+
+    def _drop_superseded(
+        self, answered: tuple[int, ...] | None, messages: Sequence[ChatMessage], tokens: list[int]
+    ) -> None:
+        """Drop the state saved after the answer just read ahead as a turn: it held the same
+        conversation, then the question after its articles, which no follow-up begins with.
+        Its room keeps other conversations' states (a 700-token state weighs 16 MB)."""
+        from llama_cpp import Llama
+
+        assert self.state_cache is not None
+        turns = len(self.prompt_tokens(messages[:-2], self._prefix_template))
+        if answered is not None and answered != tuple(tokens):
+            if Llama.longest_token_prefix(list(answered), tokens) >= turns:
+                self.state_cache.cache_state.pop(answered, None)
 
     def _live(self, tokens: list[int]) -> int:
         """How many of ``tokens`` the context holds already, from the start."""
