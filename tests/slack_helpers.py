@@ -10,6 +10,7 @@ from bots.client import ConciergeClient
 from bots.renderer import Status, footer_for, split_text
 from bots.slack.format import BODY_CHARS, FOOTER_SEPARATOR, slack_text, unescape
 from broker.protocol import Done
+from engine.worker import Worker
 from tests.fake_slack import FakeSlack, Message
 from tests.helpers import collect
 from tests.slack_fixture import CHANNEL
@@ -68,6 +69,14 @@ async def wait_until_shown(
     result = await fake.wait_for(check, timeout_s)
     assert result is not None
     return result
+
+
+def answer_given(worker: Worker) -> str:
+    """The whole text of the one answer ``worker`` gave: its terminal event as it was sent
+    (asking again would cost a second long answer of the model)."""
+    ends = [r.end for r in worker._answered.values() if r is not None and r.end is not None]
+    assert len(ends) == 1 and isinstance(ends[0], Done), ends
+    return ends[0].text
 
 
 async def direct_answer(client: ConciergeClient, question: str) -> str:

@@ -131,7 +131,7 @@ async def test_a_conversation_turn_the_cache_did_not_serve_gives_no_figure(
     """Three turns with a cache that never finds a saved state: the third turn, whose saved
     state holds more than the system prompt, is invalid, and no summary is made."""
     monkeypatch.setattr(StateCache, "_find_longest_prefix_key", lambda _self, _key: None)
-    config = ConversationConfig(turns=3, interleave=1, max_tokens=2)
+    config = ConversationConfig(turns=3, interleave=1, max_tokens=2, warm=False)  # no reading ahead
     doc = await run_conversation(load_settings(), BenchBackend(backend, cold=False), config, _quiet)
     assert doc["summary"] is None
     assert doc["invalid_runs"] == {"with the cache, no saved state was loaded": 1}

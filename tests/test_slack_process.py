@@ -24,6 +24,7 @@ from tests.slack_fixture import CHANNEL, mention, slack_bot
 from tests.slack_helpers import (
     DONE,
     FINAL_MARKS,
+    answer_given,
     as_slack_shows,
     direct_answer,
     parts,
@@ -112,8 +113,7 @@ async def test_a_named_bot_restarted_mid_answer_finishes_it_in_the_same_message(
             await second.start()
             messages = await wait_until_shown(fake, "500.1")
         await second.close()
-        async with ConciergeClient(long_answers, "test") as client:
-            expected = await direct_answer(client, LONG_QUESTION)
+        expected = answer_given(engine.worker)
     finally:
         await engine.stop()
         await broker.delete_reply_queue("slack-main")
@@ -174,8 +174,7 @@ async def test_a_bot_process_killed_mid_answer_is_finished_by_the_next_one(
 
         processes.append(await slack_process(long_answers, fake))
         messages = await wait_until_shown(fake, "900.1")
-        async with ConciergeClient(long_answers, "test") as client:
-            expected = await direct_answer(client, LONG_QUESTION)
+        expected = answer_given(engine.worker)
     finally:
         await stop_all(processes, engine, broker)
 
