@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from contextlib import suppress
 from functools import partial
 from typing import TypeVar
@@ -60,6 +60,7 @@ from config.settings import Settings
 log = logging.getLogger(__name__)
 
 M = TypeVar("M")
+T = TypeVar("T")
 
 FEEDBACK_PREFETCH = 10  # votes in hand at once: each is stored before it is acknowledged
 HEARTBEAT_S = 30  # a dead peer noticed within a minute, with no false alarm during a long answer
@@ -231,12 +232,9 @@ class Broker:
         Without this a stop pressed during a reconnect would be lost.
         """
         assert channel is not None
-        try:
-            await exchange.publish(message, routing_key=routing_key, mandatory=False)
-        except (AMQPConnectionError, ChannelInvalidStateError, RuntimeError) as error:
-            log.info("publish failed (%s); waiting for the connection", type(error).__name__)
-            await asyncio.wait_for(channel.ready(), CONNECT_TIMEOUT_S)
-            await exchange.publish(message, routing_key=routing_key, mandatory=False)
+        await _once_more_if_away(
+            channel, partial(exchange.publish, message, routing_key=routing_key, mandatory=False)
+        )
 
     # --- queues -------------------------------------------------------------------------
 
@@ -248,11 +246,8 @@ class Broker:
         """Requests waiting and engines taking them, both from one declare."""
         assert self._confirm is not None  # after a reconnect, wait until it is restored
         await asyncio.wait_for(self._confirm.ready(), CONNECT_TIMEOUT_S)
-        try:
-            declared = await self._core.request_queue.declare()  # fresh counts, not cached
-        except (AMQPConnectionError, ChannelInvalidStateError, RuntimeError):  # a node went
-            await asyncio.wait_for(self._confirm.ready(), CONNECT_TIMEOUT_S)
-            declared = await self._core.request_queue.declare()
+        declare = self._core.request_queue.declare  # fresh counts, not cached ones
+        declared = await _once_more_if_away(self._confirm, declare)
         return QueueCounts(declared.message_count or 0, declared.consumer_count or 0)
 
     async def take_waiting_request(self) -> Envelope[Request | Cancel] | None:
@@ -374,6 +369,19 @@ class Broker:
         under the same bot id."""
         consumer, self._reply_consumer = self._reply_consumer, None
         await _stop(consumer)
+
+
+async def _once_more_if_away(
+    channel: AbstractRobustChannel, operation: Callable[[], Awaitable[T]]
+) -> T:
+    """``operation`` on ``channel``; if the connection is being restored (a node went), wait
+    for it and try once more."""
+    try:
+        return await operation()
+    except (AMQPConnectionError, ChannelInvalidStateError, RuntimeError) as error:
+        log.info("%s while reconnecting; waiting for the connection", type(error).__name__)
+        await asyncio.wait_for(channel.ready(), CONNECT_TIMEOUT_S)
+        return await operation()
 
 
 async def _stop(consumer: tuple[AbstractQueue, str] | None) -> None:

@@ -107,7 +107,6 @@ class Worker:
         # prefetch_count=1 already serialises deliveries, but after a reconnect the broker
         # redelivers while the old job may still run: the model must never serve two at once.
         self._one_job_at_a_time = asyncio.Lock()
-        self._arrived = 0  # requests taken from the queue, not yet begun (waiting for the lock)
 
     def _job(self, request: Request) -> Job:
         return self.rescrapes if request.type == "rescrape" else self.answers
@@ -234,7 +233,6 @@ class Worker:
             await envelope.ack()
             return
         self.answers.next_turn.stop()  # the model is this request's now
-        self._arrived += 1
         # A reconnect closes the delivery's channel, which cancels this consumer task: the
         # answer goes on regardless (its events wait for the broker, ``engine.replies``).
         taking = asyncio.ensure_future(self._take(envelope, envelope.message))
@@ -257,14 +255,13 @@ class Worker:
     async def _take(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
         with session_context(request.session_id):
             async with self._one_job_at_a_time:
-                self._arrived -= 1
                 if envelope.attempt > MAX_ATTEMPTS:
                     await self.set_aside(envelope, request)
                 elif envelope.redelivered:
                     await self._take_back(envelope, request)
                 else:
                     await self._handle(envelope, request)
-                if not self._arrived:  # idle: the model reads a follow-up's beginning ahead
+                if len(self._taking) == 1:  # only this one: the model reads a follow-up ahead
                     await self.answers.next_turn.warm()
 
     async def _take_back(self, envelope: Envelope[Request | Cancel], request: Request) -> None:

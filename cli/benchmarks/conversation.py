@@ -164,14 +164,12 @@ async def measure_turn(
     """One turn asked as a bot asks it; the cache is switched while the engine is idle, and
     the saved states llama.cpp loads for it are noted (a precondition of the measure)."""
     cache, llm = llama.state_cache, llama.llm
-    loaded: list[int] = []
-    loaded_ids: list[list[int]] = []
+    loaded: list[list[int]] = []  # the tokens of each saved state loaded for the prompt
     load_state = llm.load_state
 
     def noting(state: Any) -> None:
         if not rig.backend.warming:  # the engine reading the next turn ahead, after the answer
-            loaded.append(int(state.n_tokens))
-            loaded_ids.append(state.input_ids[: state.n_tokens].tolist())
+            loaded.append(state.input_ids[: state.n_tokens].tolist())
         load_state(state)
 
     llm.set_cache(cache if cached else None)
@@ -192,10 +190,10 @@ async def measure_turn(
         "client_ttft_s": arrivals[0][0] - asked_at if arrivals else None,
         "tokens": done.tokens if done is not None else 0,
         "answered": done is not None and done.tokens > 0,
-        **prompt_tokens(rig, llama, trace, loaded_ids[-1] if loaded_ids else []),
+        **prompt_tokens(rig, llama, trace, loaded[-1] if loaded else []),
         "history_used": done.history_used if done is not None else None,
         "history_dropped": done.history_dropped if done is not None else None,
-        "state_loaded_tokens": max(loaded, default=None),
+        "state_loaded_tokens": max(map(len, loaded), default=None),
     }
 
 

@@ -88,7 +88,6 @@ class AnswerJob:
 
     async def run(self, request: Request, replies: Replies) -> None:
         """Answer to a terminal event (one a shutdown cut short says "interrupted")."""
-        self.next_turn.prepare(None)
         limit_s = self.settings.answer_time_limit_s
         generation = Generation(request.session_id, time_limit_at=time.monotonic() + limit_s)
         planner = self.planner(request.space)
