@@ -44,7 +44,7 @@ from aiormq.exceptions import AMQPConnectionError, AMQPError, ChannelInvalidStat
 from broker import dead_letters, messages, nodes, topology
 from broker.errors import QueueFull, ReplyQueueTaken
 from broker.messages import Decoder, Envelope, Handler
-from broker.peek import QueueCounts, peek_queue
+from broker.peek import QueueCounts, QueueLooker
 from broker.protocol import (
     REQUEST_ROUTING_KEY,
     Cancel,
@@ -88,6 +88,7 @@ class Broker:
         self._request_consumer: tuple[AbstractQueue, str] | None = None
         self._reply_consumer: tuple[AbstractQueue, str] | None = None
         self._feedback_consumer: tuple[AbstractQueue, str] | None = None
+        self._looker: QueueLooker | None = None  # whether reply queues are there
 
     async def connect(self) -> Broker:
         urls = self.settings.broker_urls
@@ -263,7 +264,9 @@ class Broker:
 
     async def reply_queue_exists(self, bot_id: str) -> bool:
         """Whether the bot ``bot_id`` still has its reply queue."""
-        peek = await peek_queue(self.connection, self.names.reply_queue(bot_id))
+        if self._looker is None:
+            self._looker = QueueLooker(self.connection, CONNECT_TIMEOUT_S)
+        peek = await self._looker.peek(self.names.reply_queue(bot_id))
         return peek.state != "missing"
 
     async def delete_reply_queue(self, bot_id: str) -> None:

@@ -96,6 +96,7 @@ class Replies:
         self.end_delivered = False  # ... and confirmed by the broker
         self._publishing = asyncio.Lock()  # one event at a time, in order
         self._flusher: asyncio.Task[None] | None = None  # publishes what is held, once back
+        self._ahead: asyncio.Task[None] | None = None  # ``started``, on its way
 
     def header(self) -> EventHeader:
         """The header of the next event; send that event before asking for another."""
@@ -107,9 +108,13 @@ class Replies:
         """The catalogue's text ``key`` in this asker's locale."""
         return t(key, self.locale, **fields)
 
-    async def started(self, waited_s: float, attempt: int = 1) -> None:
-        """``attempt`` > 1: an engine died answering it; the asker drops the text it has."""
-        await self.send(Started(**self.header(), waited_s=waited_s, attempt=attempt))
+    def started(self, waited_s: float, attempt: int = 1) -> None:
+        """Send ``started`` without waiting for the broker's confirm: the job (the search, the
+        model) begins meanwhile, and every later event goes out after it. ``attempt`` > 1: an
+        engine died answering it; the asker drops the text it has."""
+        event = Started(**self.header(), waited_s=waited_s, attempt=attempt)
+        self._noted(event)
+        self._ahead = asyncio.create_task(self._publish_in_order(event))
 
     async def tokens(self, text: str, count: int) -> None:
         """``count`` model tokens in ``text``; 0 for text the engine adds (the sources). While
@@ -136,16 +141,24 @@ class Replies:
         """Publish ``event``, made with this stream's ``header()``, after any held ones; held
         if the broker is away. A terminal event waits for what is held to go out (at most
         ``OUTAGE_WAIT_S``): the job ends, and its request is acknowledged, after it."""
+        self._noted(event)
+        if self._ahead is not None and not self._ahead.done():
+            await asyncio.wait({self._ahead})  # ``started`` first; its errors are its own
+        await self._publish_in_order(event)
+
+    def _noted(self, event: ReplyEvent) -> None:
         if self.on_event is not None:
             self.on_event(event)
-        if terminal := isinstance(event, TerminalEvent):
+        if isinstance(event, TerminalEvent):
             self.end = event
+
+    async def _publish_in_order(self, event: ReplyEvent) -> None:
         async with self._publishing:
             if self._flusher is not None and not self._flusher.done():
                 self._hold(event)  # after what is held: in order
             elif not await self._publish(event):
                 self._hold(event)
-        if terminal and self._flusher is not None:
+        if isinstance(event, TerminalEvent) and self._flusher is not None:
             await asyncio.wait({self._flusher})
 
     async def _publish(self, event: ReplyEvent) -> bool:

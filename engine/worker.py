@@ -319,7 +319,7 @@ class Worker:
         """Run one request to a terminal event."""
         if await self._refused(job, request, replies):
             return
-        await replies.started(waited_s=max(0.0, time.time() - request.sent_at), attempt=attempt)
+        replies.started(waited_s=max(0.0, time.time() - request.sent_at), attempt=attempt)
         log.info("started (%s%s)", request.type, f", attempt {attempt}" if attempt > 1 else "")
         # A rescrape's ``run`` starts its task and returns without yielding to the event loop,
         # so nobody ever sees it here: it reports itself (``rescrapes.running``).

@@ -89,6 +89,9 @@ async def test_a_live_asker_is_never_taken_for_gone(
 ) -> None:
     assert await broker.reply_queue_exists(client.bot_id)  # the client's, seen from elsewhere
     assert not await broker.reply_queue_exists("nobody-here")
+    # a missing queue closes the channel the engine looks on; the next look waits for it back
+    assert await broker.reply_queue_exists(client.bot_id)
+    assert not await broker.reply_queue_exists("nobody-here")
 
 
 async def test_a_rescrape_runs_beside_answers_and_stops_on_a_cancel(
