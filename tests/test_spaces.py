@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from broker.protocol import ProtocolError, decode_request, encode, make_request
 from config.errors import EXIT_CONFIG, EXIT_USAGE
 from config.settings import ConfigError, Settings
-from config.spaces import DEFAULT_SPACE, UnknownSpace, load_spaces, space_kb_path
+from config.spaces import DEFAULT_SPACE, Platform, UnknownSpace, load_spaces, space_kb_path
 from tests.cli_fixture import cli_env, concierge
 
 TWO_SPACES = """
@@ -39,6 +40,31 @@ system_prompt = "You are Beta's helper."
 discord_channels = ["700"]
 slack_teams = ["T0BETA"]
 """
+
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "spaces.md"
+# The worked example's places (the ids its spaces file comments on), and ones it names nowhere.
+SHOP_GUILD, SUPPORT_CHANNEL = "1187712305623015000", "1187712305623015444"
+DOCS_GUILD, SLACK_WORKSPACE = "1190000000000000001", "T0123ABCD"
+STUDIO_GUILD = "1187700000000000001"  # the studio's own server: in no space, so default's
+Place = tuple[Platform, str | None, str | None]  # as space_for_place takes it
+# Each row of the guide's "where | space | knowledge base" table, as places to look up.
+PLACES_OF_ROW: dict[str, list[Place]] = {
+    "the shop's server, any channel": [
+        ("discord", SHOP_GUILD, "1187712305623015001"),
+        ("discord", SHOP_GUILD, "1187712305623015002"),
+    ],
+    "`#support` in the studio's server": [("discord", STUDIO_GUILD, SUPPORT_CHANNEL)],
+    "any other channel of the studio's server, a DM": [
+        ("discord", STUDIO_GUILD, "1187700000000000002"),
+        ("discord", None, "1187700000000000003"),  # a DM is in no server
+    ],
+    "the docs team's server; the Slack workspace": [
+        ("discord", DOCS_GUILD, "1190000000000000002"),
+        ("slack", SLACK_WORKSPACE, "C0GENERAL1"),
+        ("slack", SLACK_WORKSPACE, "D0DIRECT01"),  # a DM with the bot is in the workspace
+    ],
+    "`concierge ask`, `chat`, `rescrape` without `--space`": [("terminal", None, None)],
+}
 
 
 def settings_with(tmp_path: Path, text: str | None) -> Settings:
@@ -96,6 +122,45 @@ def test_each_space_has_its_own_site_persona_locale_and_knowledge_base(tmp_path:
     assert beta.greeting is None
     assert beta.settings.kb_path == tmp_path / "concierge-kb.beta.sqlite3"
     assert spaces.named(DEFAULT_SPACE).settings.kb_path == settings.kb_path
+
+
+def worked_example(guide: str) -> tuple[str, list[list[str]]]:
+    """The guide's worked example as it is written: the ```toml block after the line naming
+    ``/srv/concierge/spaces.toml``, and the cells of each row of the table after it."""
+    lines = guide.splitlines()
+    named = next(n for n, line in enumerate(lines) if "/srv/concierge/spaces.toml" in line)
+    opening = lines.index("```toml", named)
+    closing = lines.index("```", opening + 1)
+    header = next(n for n in range(closing, len(lines)) if lines[n].startswith("| where |"))
+    rows = []
+    for line in lines[header + 2 :]:  # past the header and its |---| line
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+    return "\n".join(lines[opening + 1 : closing]) + "\n", rows
+
+
+def test_the_guide_worked_example_loads_and_serves_each_place_from_the_space_it_says(
+    tmp_path: Path,
+) -> None:
+    """The example is what people copy: it must load as written, and its table must say
+    where each question goes as ``space_for_place`` decides it."""
+    spaces_file, rows = worked_example(GUIDE.read_text())
+    settings = settings_with(tmp_path, spaces_file).model_copy(
+        update={"site_start_url": ["https://studio.example/"]}  # the example's .env
+    )
+    spaces = load_spaces(settings)
+
+    assert spaces.names == [DEFAULT_SPACE, "shop", "docs"]
+    assert spaces.named("docs").settings.site_dir == tmp_path / "docs-checkout" / "docs"
+    assert [row[0] for row in rows] == list(PLACES_OF_ROW)  # every row checked, none missed
+    for where, space_cell, kb_cell in rows:
+        named = re.match(r"`([a-z0-9-]+)`", space_cell)
+        assert named is not None, space_cell
+        space = named.group(1)
+        for place in PLACES_OF_ROW[where]:
+            assert spaces.space_for_place(*place) == space, (where, place)
+        assert spaces.named(space).settings.kb_path.name == kb_cell.strip("`"), where
 
 
 def test_a_space_knowledge_base_is_named_after_it_beside_the_settings_one() -> None:

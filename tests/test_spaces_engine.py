@@ -1,14 +1,16 @@
 """Two spaces in one engine (issue #30): each rebuilt by its own rescrape from its own site,
 each answering the same question from its own articles only, in its own persona; a rescrape in
-one leaves the other's knowledge base as it was; an unknown space ends ``failed`` with the
-reason; the terminal asks in a space with ``--space``. The real engine, broker and model; the
-sites are two folders of Markdown, published under two addresses."""
+one leaves the other's knowledge base as it was, and the other answering while it runs; an
+unknown space ends ``failed`` with the reason; the terminal asks in a space with ``--space``.
+The real engine, broker and model; the sites are two folders of Markdown, published under two
+addresses."""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,8 @@ from broker.protocol import Done, Failed, ReplyEvent, make_request
 from config.settings import Settings
 from config.texts import t
 from engine.backends.base import Backend
+from engine.knowledge.scrape import folder
+from engine.knowledge.scrape.sections import Page
 from engine.knowledge.store import KnowledgeBase
 from tests.cli_fixture import cli_env, concierge
 from tests.conftest import RunningEngine, start_engine
@@ -104,6 +108,34 @@ def kb_of(settings: Settings, space: str) -> Path:
     return settings.kb_path.with_name(f"{settings.kb_path.stem}.{space}{settings.kb_path.suffix}")
 
 
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+class HeldRead:
+    """``read_document`` that holds the first read of a file under ``url_prefix`` until the
+    test releases it: a rescrape caught mid-read, as a slow page holds a crawl mid-fetch (a
+    folder has no slow page). It runs in the rescrape's worker thread, so it tells the event
+    loop through ``call_soon_threadsafe`` and waits on a thread's event."""
+
+    HOLD_LIMIT_S = 90.0  # past the test's own waits: a test cut short must not hang the engine
+
+    def __init__(
+        self, url_prefix: str, read: Callable[[Path, str], Page], loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self.url_prefix = url_prefix
+        self.read = read
+        self.loop = loop
+        self.reading = asyncio.Event()  # a held read has begun: the rescrape is running
+        self.release = threading.Event()  # lets every read go on
+
+    def __call__(self, path: Path, url: str) -> Page:
+        if url.startswith(self.url_prefix) and not self.release.is_set():
+            self.loop.call_soon_threadsafe(self.reading.set)
+            self.release.wait(self.HOLD_LIMIT_S)
+        return self.read(path, url)
+
+
 async def test_each_space_answers_the_same_question_from_its_own_site_only(
     spaces_engine: RunningEngine, spaces_settings: Settings
 ) -> None:
@@ -163,6 +195,43 @@ async def test_a_rescrape_in_one_space_leaves_the_other_knowledge_base_as_it_was
     assert hashlib.sha256(beta.read_bytes()).hexdigest() == beta_before
     assert KnowledgeBase(beta).stats().articles == 2
     assert not spaces_settings.kb_path.exists()
+
+
+async def test_a_rescrape_running_in_one_space_leaves_the_other_answering_and_untouched(
+    spaces_engine: RunningEngine, spaces_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beta is asked while alpha's rescrape is held mid-read, so the answer cannot come from
+    a rescrape that had already ended; once alpha's ends, beta's file must be as it was and
+    beta must answer again."""
+    held = HeldRead(url_of("alpha"), folder.read_document, asyncio.get_running_loop())
+    monkeypatch.setattr(folder, "read_document", held)
+    beta_kb = kb_of(spaces_settings, "beta")
+    async with ConciergeClient(spaces_settings, "test") as client:
+        await rescraped(client, "beta", spaces_engine)
+        beta_before = sha256_of(beta_kb)
+        rescrape = await client.ask(Ask("", "admin", "rescrape", space="alpha"))
+        with client.showing(rescrape):
+            try:
+                await asyncio.wait_for(held.reading.wait(), 30)
+                during = await asyncio.wait_for(asked(client, QUESTION, "beta"), 60)
+                running = spaces_engine.worker.rescrapes.running
+            finally:
+                held.release.set()
+            rescrape_end = (await collect(rescrape, timeout_s=60))[-1]
+        await spaces_engine.worker.rescrapes.wait()
+        after = await asyncio.wait_for(asked(client, QUESTION, "beta"), 60)
+
+    assert running is not None and running.session_id == rescrape.session_id, running
+    assert running.space == "alpha"  # still reading alpha's site when beta's answer ended
+    assert isinstance(rescrape_end, Done), rescrape_end
+    assert KnowledgeBase(kb_of(spaces_settings, "alpha")).stats().articles == 2
+    assert sha256_of(beta_kb) == beta_before
+    for end in (during, after):
+        assert isinstance(end, Done), end
+        assert end.sources, f"no source for {end.text!r}"
+        assert all(source.startswith(url_of("beta")) for source in end.sources), end.sources
+        assert url_of("alpha") not in end.text
+        assert "Alpha" not in end.text  # neither its name nor its quote
 
 
 async def test_an_unknown_space_ends_failed_with_the_reason_and_the_engine_goes_on(

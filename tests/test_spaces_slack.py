@@ -27,7 +27,7 @@ from config.settings import Settings
 from config.texts import t
 from tests.fake_slack import API_APP_ID, BOT_USER_ID, TEAM_ID, FakeSlack, start_fake_slack
 from tests.helpers import WireTap
-from tests.slack_fixture import slack_settings
+from tests.slack_fixture import ADMIN, slack_settings
 from tests.spaces_fixture import space_table, with_spaces
 
 ALPHA_CHANNEL = "C0ALPHA01"  # named by alpha
@@ -35,6 +35,8 @@ BETA_CHANNEL = "C0BETA001"  # in beta's workspace, named by no space
 OTHER_CHANNEL = "C0OTHER01"  # in TEAM_ID, which no space names
 BETA_TEAM = "T0BETA001"
 ALPHA_ADMIN, BETA_ADMIN, STRANGER = "U0ALPHAAD", "U0BETAADM", "U0STRANGE"
+WORKSPACE_ADMIN = "U0WSADMIN"  # a Slack workspace admin, in no list of ours
+DEPLOYMENT_ADMIN = ADMIN  # in ``admin_user_ids`` (CONCIERGE_ADMIN_USER_IDS)
 
 ALPHA = space_table(
     "alpha", bot_name="Pip", admins=[ALPHA_ADMIN], places={"slack_channels": [ALPHA_CHANNEL]}
@@ -180,6 +182,31 @@ async def test_a_space_admin_rebuilds_their_own_space_and_no_other(slack: Slack)
         if "include_locale" not in c.params
     ]
     assert admin_lookups == [ALPHA_ADMIN, BETA_ADMIN, STRANGER]  # a listed admin is not asked
+
+
+async def test_a_deployment_admin_and_a_workspace_admin_rebuild_every_named_space(
+    slack: Slack,
+) -> None:
+    """A space's ``admins`` add to the deployment's admins, never replace them: the ones the
+    settings or Slack make admins may still rebuild a space that does not list them."""
+    slack.fake.users[WORKSPACE_ADMIN] = {"is_admin": True}
+    for user in (DEPLOYMENT_ADMIN, WORKSPACE_ADMIN):
+        await slack.command("/rescrape", user, ALPHA_CHANNEL)
+        await slack.command("/rescrape", user, BETA_CHANNEL, team=BETA_TEAM)
+    requests = [await slack.request(n) for n in range(1, 5)]
+
+    assert slack.fake.responses == []  # nobody was refused
+    assert sorted((r.type, r.space, r.user_id) for r in requests) == sorted(
+        ("rescrape", space, user)
+        for space in ("alpha", "beta")
+        for user in (DEPLOYMENT_ADMIN, WORKSPACE_ADMIN)
+    )
+    admin_lookups = [  # whether a workspace admin (not a locale lookup)
+        c.params["user"]
+        for c in slack.fake.calls_of("users.info")
+        if "include_locale" not in c.params
+    ]
+    assert admin_lookups == [WORKSPACE_ADMIN] * 2  # the listed admin is not asked about
 
 
 async def test_the_persona_name_is_on_what_the_bot_posts_and_streams_in_its_space(
