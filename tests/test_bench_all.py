@@ -55,7 +55,10 @@ def cancel_doc() -> dict[str, Any]:
 
 def stream_doc() -> dict[str, Any]:
     side = {"tokens": 128, "ttft_s": 0.1, "tokens_per_s": 80.0}
-    pipeline = {**side, "engine_tokens_per_s": 79.0, "token_latency_s": [0.02, 0.03]}
+    pipeline = {
+        **side, "engine_tokens_per_s": 79.0, "token_latency_s": [0.02, 0.03],
+        "ttft_outside_model_s": 0.004,
+    }  # fmt: skip
     pairs = [{"in_process": side, "pipeline": pipeline, "ratio": 1.0, "same_text": True}]
     doc = _envelope("stream", {"target_ratio": 0.97})
     return {**doc, "runs": pairs, "summary": summarize_pairs(pairs)}

@@ -144,6 +144,7 @@ async def test_bench_stream(bench_backend: BenchBackend) -> None:
         assert pair[IN_PROCESS]["tokens"] == pair[PIPELINE]["tokens"] > 1
         assert pair["ratio"] > 0
         assert pair[PIPELINE]["token_latency_s"]["min"] >= 0  # a token arrives after it is made
+        assert 0 < pair[PIPELINE]["ttft_outside_model_s"] < pair[PIPELINE]["ttft_s"]
     assert doc["invalid_runs"] == {} and [pair["missed"] for pair in doc["runs"]] == [None] * 2
     summary = doc["summary"]
     assert summary["same_text"] == 2  # temperature 0, cold cache: the same answer both ways

@@ -87,12 +87,14 @@ def stream_section(doc: dict[str, Any]) -> list[str]:
     ]  # fmt: skip
     ratio, latency = summary["ratio"], summary["token_latency_s"]
     met = "met" if summary["meets_target"] else "NOT met"
-    added = summary["added_ttft_s"]["median"]
+    added, outside = summary["added_ttft_s"]["median"], summary["ttft_outside_model_s"]["median"]
     notes = [
         f"- Ratio, pipeline ÷ in process: {_s(ratio['median'])} median ({_s(ratio['min'])} "
         f"the lowest pair); the {doc['config']['target_ratio']} target is {met}.",
         f"- Time to first token added: {_s(None if added is None else added * 1000, 0)} ms "
-        f"(median). Latency per token, model to client ms: {_ms(latency)} "
+        "(median, against the run in process); outside the model in the same run: "
+        f"{_s(None if outside is None else outside * 1000, 1)} ms (median). "
+        f"Latency per token, model to client ms: {_ms(latency)} "
         "(median / p95 / max).",
         f"- {summary['same_text']} of {summary['pairs']} pairs produced the same text.",
     ]

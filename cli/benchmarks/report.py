@@ -154,6 +154,10 @@ def stream_tables(doc: dict[str, Any]) -> list[Table]:
         f"{_s(ratio['median'])}, {_s(ratio['min'])}  (target >= {target}: {met})",
     )
     facts.add_row("added time to first token s (median / p95)", _pair(summary["added_ttft_s"]))
+    facts.add_row(
+        "first token's time outside the model s (median / p95)",
+        _pair(summary["ttft_outside_model_s"]),
+    )
     latency = summary["token_latency_s"]
     facts.add_row(
         "latency per token, model to client ms (median / p95 / max)",

@@ -96,6 +96,7 @@ class BenchBackend:
         self.filler_max_tokens = filler_max_tokens
         self.cold = cold
         self.piece_times: list[list[float]] = []  # one list per measured stream
+        self.stream_began: list[float] = []  # ... and when each was asked for
         self.warms = False  # the engine reads a follow-up's beginning while idle (``warm``)
         self.warming = False  # ... and is doing it now
 
@@ -130,6 +131,7 @@ class BenchBackend:
             capped = dataclasses.replace(limits, max_tokens=self.filler_max_tokens)
             yield from self.inner.stream(messages, should_stop, capped)
             return None
+        self.stream_began.append(time.monotonic())
         if self.cold and isinstance(self.inner, LlamaBackend):  # a server's cache is its own
             self.inner.reset()
         times: list[float] = []
