@@ -213,7 +213,7 @@ def judge(case: Case, reply: Reply, max_tokens: int, site: SiteRule | None = Non
         looped=looped(reply, answer, max_tokens),
         must_not_found=must_not_found,
         own_words_right=_own_words_right(case, reply, answer),
-        unquoted_numbers=unquoted_numbers(case, answer),
+        unquoted_numbers=unquoted_numbers(case, answer) if reply.tokens else [],  # no model
         tokens=reply.tokens,
         ttft_s=reply.ttft_s,
         elapsed_s=reply.elapsed_s,
@@ -263,11 +263,12 @@ def unquoted_numbers(case: Case, answer: str) -> list[str]:
     """Numbers in the model's words that are in neither the engine's quote after them nor
     the questions: most likely invented ("a session can last from 12 hours (3 days) to 48
     hours" above a quote that says 60 minutes). A proxy: the article may hold such a number
-    outside the quote; the quote alone is what the reader can check."""
+    outside the quote; the quote alone is what the reader can check. An address (``<http…>``,
+    the sections pointed to after "not on the site") claims nothing."""
     start = _quote_start(answer)
     given = " ".join((answer[start:], case.question, *case.before))
     seen = {_number(n) for n in NUMBER_RE.findall(given)}
-    found = [_number(n) for n in NUMBER_RE.findall(answer[:start])]
+    found = [_number(n) for n in NUMBER_RE.findall(ADDRESS_RE.sub("", answer[:start]))]
     return list(dict.fromkeys(n for n in found if n not in seen))
 
 

@@ -223,11 +223,16 @@ def test_numbers_the_model_wrote_that_were_neither_quoted_nor_asked_are_listed()
     assert unquoted_numbers(case, invented + quote) == ["12", "3", "48"]  # 60 and 2 were given
     assert unquoted_numbers(case, "1,200 yen, at 07:10." + quote) == ["1200", "7:10"]
     assert unquoted_numbers(case, quote.strip()) == []  # the quote alone
+    pointed = "Not on the site.\n\nNearest:\n- Ferry <http://127.0.0.1:8042/ferry-2.html#s1>"
+    assert unquoted_numbers(case, pointed) == []  # an address claims nothing
     asked_before = case.model_copy(update={"before": ("And for 48 hours?",)})
     assert unquoted_numbers(asked_before, invented + quote) == ["12", "3"]
     judged = judge(case, Reply("done", invented + quote, tokens=9), 512)
     assert judged.unquoted_numbers == ["12", "3", "48"]
     assert summarize([judged]).unquoted_numbers == 1
+    nearest = "Not on the site.\n\nNearest:\n- 5. Data Structures \u203a 5.1. More on Lists <x>"
+    engine_alone = judge(case, Reply("done", nearest, tokens=0), 512)
+    assert engine_alone.unquoted_numbers == []  # the model wrote none of it
 
 
 def test_sources_are_read_from_the_engines_own_format() -> None:

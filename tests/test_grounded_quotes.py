@@ -15,7 +15,7 @@ from config.settings import Settings
 from config.texts import t
 from config.texts.engine import TEXTS as ENGINE_TEXTS
 from engine.answering.pipeline import AnswerPlanner
-from engine.answering.wording import WORDING
+from engine.answering.wording import WORDING, Language
 from engine.backends.base import Backend
 from engine.knowledge.scrape.builder import build_kb
 from engine.knowledge.store import NO_ARTICLES_MESSAGE
@@ -55,24 +55,35 @@ async def test_a_covered_question_quotes_its_article_and_cites_only_it(
 
 
 @pytest.mark.parametrize(
-    ("question", "said"),
+    ("question", "language", "nearest"),
     [
-        # the ferry is there, Osaka is not
-        ("When does the ferry to Osaka leave?", WORDING["en"].not_on_site),
-        ("How long is the warranty?", WORDING["en"].not_on_site),  # nothing of it is
+        # the ferry is there, Osaka is not: the ferry's page is the nearest
+        ("When does the ferry to Osaka leave?", "en", "ferry-timetable.html"),
+        ("How long is the warranty?", "en", None),  # nothing of it is: nothing found, none
         # the hot spring is there, parking is not
-        ("温泉に駐車場はありますか\uff1f", WORDING["ja"].not_on_site),
+        ("温泉に駐車場はありますか\uff1f", "ja", "onsen"),
     ],
 )
 async def test_a_question_the_site_does_not_cover_is_told_so_without_a_source(
     site_client: ConciergeClient,  # noqa: F811  # the fixture imported above
     question: str,
-    said: str,
+    language: Language,
+    nearest: str | None,
 ) -> None:
     done, _ = await ask(site_client, question)
 
-    assert done.text == said
+    said, _, pointed = done.text.partition("\n\n")
+    assert said == WORDING[language].not_on_site
     assert done.not_on_site and done.sources == ()
+    assert "Sources:" not in done.text  # the nearest sections are no sources of an answer
+    if nearest is None:
+        assert pointed == ""
+    else:
+        heading, *links = pointed.splitlines()
+        assert heading == WORDING[language].nearest
+        assert 1 <= len(links) <= 2
+        assert all(re.fullmatch(r"- .+ <https://\S+>", link) for link in links)
+        assert nearest in links[0], links
     assert done.tokens == 0  # the model was not asked: nothing to invent, no engine time
 
 

@@ -17,6 +17,10 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "en": "The site does not cover this: none of its articles answers that question.",
         "ja": "この質問の答えは、サイトの記事には載っていません。",
     },
+    "engine.answer.nearest": {  # after "not on the site": the sections nearest the question
+        "en": "The nearest sections I found, in case they help:",
+        "ja": "近いと思われる節（参考まで）：",
+    },
     "engine.answer.no_articles": {  # after a general answer, before the first rescrape
         "en": (
             "Not from the site: the knowledge base has no articles yet "

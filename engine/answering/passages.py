@@ -10,6 +10,7 @@ from engine.knowledge.models import PATH_SEPARATOR, Passage
 
 SEPARATOR = "\n\n"
 MIN_PARTIAL_CHARS = 200  # a cut passage shorter than this helps the model less than it costs
+NEAREST_PAGES = 2  # pages pointed to after "not on the site"
 
 
 def select_passages(passages: list[Passage], max_chars: int) -> list[Passage]:
@@ -47,6 +48,20 @@ def format_sources(passages: list[Passage]) -> str:
     if not first:
         return ""
     return "Sources:\n" + "\n".join(f"- {_name(p)} <{p.link}>" for p in first.values())
+
+
+def format_nearest(heading: str, found: list[Passage], pages: int = NEAREST_PAGES) -> str:
+    """``heading``, then "- Title > Section <page#anchor>" for the best section of each of the
+    first ``pages`` pages found; "" if none. Not a "Sources:" list: they do not answer the
+    question, and the asker should not read them as if they did."""
+    best: dict[str, Passage] = {}
+    for passage in found:
+        if len(best) == pages:
+            break
+        best.setdefault(passage.url, passage)
+    if not best:
+        return ""
+    return heading + "\n" + "\n".join(f"- {_name(p)} <{p.link}>" for p in best.values())
 
 
 def _name(passage: Passage) -> str:

@@ -44,6 +44,7 @@ from engine.answering.history import (
 )
 from engine.answering.needs import code_names, named_terms, question_needs
 from engine.answering.on_site import on_site_passages
+from engine.answering.passages import format_nearest
 from engine.answering.prompt import PromptBuilder
 from engine.answering.smalltalk import small_talk, without_small_talk
 from engine.answering.wording import WORDING, Language, language_of
@@ -125,8 +126,9 @@ class AnswerPlanner:
             site_terms=site_terms,
             follow_up_of=searched if history else "",
         )
-        if not passages:
-            return Plan("not_on_site", language, note=words.not_on_site)
+        if not passages:  # the nearest sections still point a newcomer somewhere
+            nearest = format_nearest(words.nearest, found)
+            return Plan("not_on_site", language, note=f"{words.not_on_site}\n\n{nearest}".strip())
         evidence = find_evidence(asked, passages) or opening(passages[0])  # 5
         if not self._model_writes(question, language):  # 6
             return Plan("quote_only", language, tuple(passages), evidence)

@@ -25,6 +25,7 @@ class Wording:
     """One language's texts; ``evidence`` and ``cut_length`` keep their ``{fields}``."""
 
     not_on_site: str  # the whole answer to a question the site does not cover
+    nearest: str  # ... then before the sections nearest to it
     no_articles: str  # after a general answer, before the first rescrape
     evidence: str  # before the quote of the article ({quote})
     cut_repetition: str  # after an answer stopped for repeating itself
@@ -40,6 +41,7 @@ class Wording:
 def wording(language: Language) -> Wording:
     return Wording(
         not_on_site=t("engine.answer.not_on_site", language),
+        nearest=t("engine.answer.nearest", language),
         no_articles=t("engine.answer.no_articles", language),
         evidence=t("engine.answer.evidence", language),
         cut_repetition=t("engine.answer.cut_repetition", language),
