@@ -12,7 +12,9 @@ from broker.protocol import TERMINAL_TYPES, Done, ReplyEvent, TokenEvent, decode
 from broker.taps import Copy
 from engine.status_feed import StatusCopies
 from tests.conftest import LONG_QUESTION, RunningEngine
-from tests.helpers import collect, token_text
+from tests.helpers import collect, token_text, wait_for_tokens
+
+STOP_AFTER_TOKENS = 120  # at 20 to 90 tokens/s: 1.3 to 6 s of events, merged twice a second
 
 
 async def test_a_watcher_gets_every_event_with_the_tokens_merged(
@@ -28,8 +30,11 @@ async def test_a_watcher_gets_every_event_with_the_tokens_merged(
 
     status = broker.names.status_exchange
     tap = await broker.tap(status, f"{status}.test", on_copy, routing_keys=[""])
-    try:
-        events = await collect(await client.ask(Ask(LONG_QUESTION, "u1")), timeout_s=120)
+    try:  # a long answer, stopped once it has given enough events to merge (~5 s of them)
+        session = await client.ask(Ask(LONG_QUESTION, "u1"))
+        events = await wait_for_tokens(session, STOP_AFTER_TOKENS, timeout_s=120)
+        await client.cancel(session, "u1")
+        events += await collect(session, timeout_s=60)
         await asyncio.wait_for(ended.wait(), 30)
     finally:
         await tap.close()
