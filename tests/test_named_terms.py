@@ -89,6 +89,25 @@ def test_what_an_abbreviation_stands_for_is_asked_of_the_abbreviation_alone() ->
         assert best_article(question, [entry]).on_site
 
 
+def test_a_japanese_question_is_near_an_english_page_only_with_the_names_it_writes() -> None:
+    """Across languages the meaning decides, but the words a Japanese question writes in
+    Latin letters are the page's own: a page naming only ``requests`` does not answer how to
+    set a ``timeout`` on it (seen trying it: quoted "Name: requests" as the answer)."""
+    pip_page = Passage(
+        "12. Virtual Environments and Packages",
+        f"{BASE}/tutorial/venv.html",
+        "You can install, upgrade, and remove packages using pip. Name: requests Version: "
+        "2.7.0 Summary: Python HTTP for Humans. Home-page: http://python-requests.org",
+        similarity=0.55,
+    )
+    asked = "PyPI の requests で timeout を設定するには\uff1f"
+    named = "pip で requests をインストールするには\uff1f"
+
+    assert not best_article(asked, [pip_page]).on_site  # "timeout" is not on it
+    assert best_article(named, [pip_page]).on_site  # pip and requests both are
+    assert not best_article(named, [replace(pip_page, similarity=0.3)]).on_site  # too far
+
+
 def test_a_name_is_on_the_site_only_as_a_name_of_its_own(settings: Settings) -> None:
     """ "requests.get()" is not named by a page that calls ``self.requests.get(url)``; a
     function is named by its module's name for it, a file type by a file's name."""

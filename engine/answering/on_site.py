@@ -53,10 +53,15 @@ class BestArticle:
     share: float
     cosine: float = 0.0
     across_languages: bool = False  # the question is not in the language of the passage
+    latin_share: float = 1.0  # ... and the share of its words in Latin letters the article has
 
     @property
     def on_site(self) -> bool:
-        by_meaning = self.across_languages and self.cosine >= MEANING_COSINE
+        by_meaning = (
+            self.across_languages
+            and self.cosine >= MEANING_COSINE
+            and self.latin_share >= WORDS_SHARE
+        )
         return self.url is not None and (self.share >= WORDS_SHARE or by_meaning)
 
 
@@ -98,9 +103,15 @@ def best_article(
     if by_words.share >= WORDS_SHARE or not passages:
         return by_words
     nearest = max(passages, key=lambda passage: passage.similarity)
-    share = share_met(needs, articles[nearest.url], site_terms) if needs else 0.0
+    text = articles[nearest.url]
+    share = share_met(needs, text, site_terms) if needs else 0.0
     across = language_of(question) != language_of(nearest.text)
-    return BestArticle(nearest.url, share, nearest.similarity, across)
+    # The names a Japanese question writes in Latin letters ("requests", "timeout") are the
+    # page's words: the meaning alone must not answer "PyPI の requests で timeout を…" from a
+    # page that only names requests.
+    latin = [need for need in needs if need.forms[0].isascii()]
+    latin_share = share_met(latin, text, site_terms) if latin else 1.0
+    return BestArticle(nearest.url, share, nearest.similarity, across, latin_share)
 
 
 def share_met(needs: Sequence[Need], text: str, site_terms: Set[str] = frozenset()) -> float:
