@@ -65,6 +65,7 @@ T = TypeVar("T")
 FEEDBACK_PREFETCH = 10  # votes in hand at once: each is stored before it is acknowledged
 HEARTBEAT_S = 30  # a dead peer noticed within a minute, with no false alarm during a long answer
 CONNECT_TIMEOUT_S = 10.0  # to reach the broker, and to wait for a channel being restored
+RECONNECT_INTERVAL_S = 1  # after a lost connection, before trying the next address
 # A quorum request queue refuses publishes (nacks) until a new leader is elected after its
 # leader's node went: a few seconds. A request nacked while the queue is not full is sent again.
 NACKED_RETRY_WITHIN_S = 10.0
@@ -92,7 +93,7 @@ class Broker:
 
     async def connect(self) -> Broker:
         urls = self.settings.broker_urls
-        query = {"heartbeat": HEARTBEAT_S, "reconnect_interval": 1}
+        query = {"heartbeat": HEARTBEAT_S, "reconnect_interval": RECONNECT_INTERVAL_S}
         self._connection = await nodes.connect_robust_any(urls, CONNECT_TIMEOUT_S, **query)
         if len(urls) > 1 and self.settings.queue_type == "classic":
             log.warning(nodes.CLASSIC_ON_A_CLUSTER)
