@@ -106,6 +106,9 @@ def test_a_japanese_question_is_near_an_english_page_only_with_the_names_it_writ
     assert not best_article(asked, [pip_page]).on_site  # "timeout" is not on it
     assert best_article(named, [pip_page]).on_site  # pip and requests both are
     assert not best_article(named, [replace(pip_page, similarity=0.3)]).on_site  # too far
+    hours = "営業時間は10時から22時です。"
+    onsen = Passage("みなと温泉", f"{BASE}/onsen.html", hours, similarity=0.5)
+    assert best_article("When does the hot spring open?", [onsen]).on_site  # English words
 
 
 def test_a_name_is_on_the_site_only_as_a_name_of_its_own(settings: Settings) -> None:

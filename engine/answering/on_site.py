@@ -105,11 +105,12 @@ def best_article(
     nearest = max(passages, key=lambda passage: passage.similarity)
     text = articles[nearest.url]
     share = share_met(needs, text, site_terms) if needs else 0.0
-    across = language_of(question) != language_of(nearest.text)
+    asked_in = language_of(question)
+    across = asked_in != language_of(nearest.text)
     # The names a Japanese question writes in Latin letters ("requests", "timeout") are the
     # page's words: the meaning alone must not answer "PyPI の requests で timeout を…" from a
-    # page that only names requests.
-    latin = [need for need in needs if need.forms[0].isascii()]
+    # page that only names requests. (An English question's words are all Latin: not these.)
+    latin = [need for need in needs if need.forms[0].isascii()] if asked_in == "ja" else []
     latin_share = share_met(latin, text, site_terms) if latin else 1.0
     return BestArticle(nearest.url, share, nearest.similarity, across, latin_share)
 
