@@ -134,3 +134,21 @@ def test_a_version_the_site_never_mentions_is_not_on_it(planner: AnswerPlanner) 
     assert plan_for(planner, "How do I log with logging version 9?") == ("not_on_site", ())
     assert code_names("Why does round(2.5) give 2?") == []  # a number, not a release
     assert code_names("Is UUID Version 7 in Python 3.11.4?") == ["version 7", "3.11.4"]
+
+
+def test_a_dotted_name_is_a_name_without_its_parentheses_too(planner: AnswerPlanner) -> None:
+    """ "requests.get" is a name the site must have, called or not; the asker's own files
+    ("data.csv") and "e.g." are none."""
+    assert code_names("How do I set a timeout with requests.get?") == ["requests.get"]
+    assert code_names("requests.get で timeout を設定するには\uff1f") == ["requests.get"]
+    assert code_names("Is os.path.join() better, e.g. for tempfile.gettempdir?") == [
+        "os.path.join",
+        "tempfile.gettempdir",
+    ]
+    assert code_names("How do I read data.csv into requirements.txt?") == []
+    assert code_names("Is https://docs.python.org/3/ the manual?") == []
+    assert plan_for(planner, "How do I set a timeout with requests.get?") == ("not_on_site", ())
+    assert (
+        plan_for(planner, "How do I create a temporary directory with tempfile.mkdtemp?")[0]
+        == "model"
+    )

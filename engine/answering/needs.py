@@ -141,6 +141,16 @@ CODE_NAME_RE = re.compile(
     r"|(\.[A-Za-z][A-Za-z0-9]{1,5})(?=[\s,;:?!)]|$)"  # a file type on its own
     r")"
 )
+# A dotted name without the call's parentheses ("requests.get", "http.server"): each part two
+# letters or more ("e.g." is none), and not a file's name ("requirements.txt", "data.csv":
+# the asker's own files, which the site need not name).
+DOTTED_NAME_RE = re.compile(
+    r"(?<![\w./:@-])([A-Za-z_][A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]+)+)(?![A-Za-z0-9_(.]|\.\w)"
+)
+FILE_EXTENSIONS = frozenset(
+    "txt csv json yaml yml toml ini cfg conf xml html htm md rst py pyc pyw log db sqlite "
+    "sqlite3 xlsx xls pdf png jpg jpeg gif zip gz tar whl exe sh bat env lock".split()
+)
 
 
 # A version a question asks about ("Python 3.12", "UUID version 7"): documentation that never
@@ -155,6 +165,11 @@ def code_names(question: str) -> list[str]:
     """The functions, file types and versions ``question`` names, lowercase, without
     parentheses."""
     names = [m.group(1) or m.group(2) for m in CODE_NAME_RE.finditer(question)]
+    names += [
+        m.group(1)
+        for m in DOTTED_NAME_RE.finditer(question)
+        if m.group(1).rsplit(".", 1)[-1].lower() not in FILE_EXTENSIONS
+    ]
     names += version_names(question)
     return list(dict.fromkeys(name.lower() for name in names))
 
