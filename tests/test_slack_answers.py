@@ -65,8 +65,8 @@ def test_no_generated_text_can_become_a_mention(generated: str) -> None:
 async def test_a_mention_is_answered_in_its_thread_with_throttled_updates(
     settings: Settings, backend: Backend, broker: Broker, fake: FakeSlack
 ) -> None:
-    interval_s = 0.1
-    question = LONG_QUESTION  # 96 tokens take at least 0.6 s: several update intervals
+    interval_s = 0.3  # far above a token's time, even at 20 tokens a second
+    question = LONG_QUESTION  # 96 tokens take at least 1 s: several update intervals
     engine = await start_engine(settings.model_copy(update={"max_tokens": 96}), backend)
     async with ConciergeClient(settings, "test") as client:
         async with slack_bot(settings, client, fake, edit_interval_s=interval_s) as bot:
@@ -81,7 +81,9 @@ async def test_a_mention_is_answered_in_its_thread_with_throttled_updates(
     assert len(messages[0].texts) - 1 == len(fake.calls_of("chat.update")) >= 2
     posted_and_updated = messages[0].updated_at[:-1]  # the final update may come at any time
     gaps = [later - earlier for earlier, later in itertools.pairwise(posted_and_updated)]
-    assert gaps and all(gap >= 0.8 * interval_s for gap in gaps), gaps  # one edit per token: ms
+    # One edit per token would be tens of ms apart; an edit's trip to Slack varies, so two
+    # edits sent an interval apart may arrive a little closer (79.97 ms at 0.1 s, seen in CI).
+    assert gaps and all(gap >= 0.5 * interval_s for gap in gaps), gaps
 
 
 async def test_ask_is_acknowledged_at_once_and_answered_in_the_channel(
