@@ -7,8 +7,8 @@ never settled, so there is nothing to dead-letter; the consumer of the original 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from aio_pika.abc import AbstractIncomingMessage, AbstractQueue, AbstractRobustChannel
 from aiormq.exceptions import AMQPConnectionError, ChannelInvalidStateError
@@ -29,6 +29,7 @@ class Copy:
     type: str | None  # the AMQP ``type``: the message's own (``ask``, ``cancel``, ``token``...)
     content_type: str | None
     body: bytes
+    headers: Mapping[str, object] = field(default_factory=dict)  # a dead letter's x-death
 
 
 TapHandler = Callable[[Copy], Awaitable[None]]
@@ -116,7 +117,9 @@ async def open_tap(
 
         async def on_message(incoming: AbstractIncomingMessage) -> None:
             try:
-                await handler(Copy(incoming.type, incoming.content_type, incoming.body))
+                await handler(
+                    Copy(incoming.type, incoming.content_type, incoming.body, incoming.headers)
+                )
             finally:
                 await incoming.ack()
 

@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from yarl import URL
 
 from broker.amqp import Broker
-from broker.messages import Envelope
+from broker.messages import ATTEMPT_HEADER, Envelope
 from broker.peek import peek_queues
 from broker.protocol import (
     CONTENT_TYPE,
@@ -265,6 +265,10 @@ async def test_a_tap_copies_what_it_binds_and_takes_nothing_from_the_queue_meant
     assert (copy.type, copy.content_type) == (request.type, CONTENT_TYPE)
     assert decode_request(copy.body, copy.content_type) == request
     assert await broker.request_queue_depth() == 1  # the engine's own is still there
+    again = make_request(reply_to="bot-a", user_id="u", question="q again", ttl_s=30)
+    await broker.publish(again, names.request_exchange, REQUEST_ROUTING_KEY, 30, attempt=2)
+    copied_again = await copies.take()  # with its headers (a dead letter's say why it died)
+    assert isinstance(copied_again, Copy) and copied_again.headers[ATTEMPT_HEADER] == 2
 
     await replies.bind("bot-a")
     await broker.send_event(token("to b"), "bot-b")  # not bound: not copied

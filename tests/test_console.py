@@ -220,6 +220,23 @@ def test_any_event_moves_a_request_out_of_the_queue() -> None:
     assert state.snapshot(104.0)["running"][1]["asker"] == "u9"
 
 
+def test_a_request_set_aside_past_its_delivery_limit_is_failed_not_expired() -> None:
+    """Both come from the request queue's dead letters; the x-death reason tells them apart,
+    and one that was being answered leaves the running list too."""
+    state = ConsoleState()
+    state.on_request(_request("session-0001", "a"))
+    state.on_request(_request("session-0002", "b"))
+    state.on_event(Started(session_id="session-0002", seq=0, waited_s=0.1), 101.0)
+    state.on_expired(_request("session-0001", "a"), 102.0)
+    state.on_expired(_request("session-0002", "b"), 103.0, set_aside=True)
+    snapshot = state.snapshot(104.0)
+    assert snapshot["waiting"] == [] and snapshot["running"] == []
+    ends = {row["session_id"]: row for row in snapshot["outcomes"]}
+    assert ends["session-0001"]["outcome"] == "expired"
+    assert ends["session-0002"]["outcome"] == "failed"
+    assert ends["session-0002"]["detail"].startswith("set aside")
+
+
 def test_the_chart_reads_the_benchmark_s_document_or_shows_the_published_figures(
     tmp_path: Path,
 ) -> None:

@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 from broker.amqp import Broker
+from broker.dead_letters import DELIVERY_LIMIT_REASON, death_reason
 from broker.protocol import (
     REQUEST_ROUTING_KEY,
     ProtocolError,
@@ -96,7 +97,9 @@ class Observer:
         self.state.on_cancel(decode_cancel(copy.body, copy.content_type))
 
     async def _on_expired(self, copy: Copy) -> None:
-        self.state.on_expired(decode_request(copy.body, copy.content_type), time.time())
+        request = decode_request(copy.body, copy.content_type)
+        set_aside = death_reason(copy.headers) == DELIVERY_LIMIT_REASON
+        self.state.on_expired(request, time.time(), set_aside=set_aside)
 
     async def _on_event(self, copy: Copy) -> None:
         self.state.on_event(decode_event(copy.body, copy.content_type), time.time())

@@ -79,10 +79,20 @@ class ConsoleState:
         if exchange is not None and exchange.stop_by is None:
             exchange.stop_by = cancel.user_id or "?"
 
-    def on_expired(self, request: Request, now: float) -> None:
-        """A request whose TTL ran out in the queue (a copy from the expired exchange)."""
-        exchange = self.waiting.pop(request.session_id, None) or Exchange.of(request)
-        self._end(exchange, "expired", now, detail="its time to live ran out in the queue")
+    def on_expired(self, request: Request, now: float, *, set_aside: bool = False) -> None:
+        """A request the request queue dead-lettered (a copy from the expired exchange): its
+        TTL ran out while it waited, or (``set_aside``) a quorum queue gave it out past its
+        delivery limit, each time to an engine that stopped before the end."""
+        exchange = (
+            self.waiting.pop(request.session_id, None)
+            or self.running.pop(request.session_id, None)
+            or Exchange.of(request)
+        )
+        if set_aside:
+            detail = "set aside: its engine stopped before the end each time it was given out"
+            self._end(exchange, "failed", now, detail=detail)
+        else:
+            self._end(exchange, "expired", now, detail="its time to live ran out in the queue")
 
     def on_event(self, event: ReplyEvent, now: float) -> None:
         sid = event.session_id
