@@ -73,7 +73,9 @@ async def test_a_mention_is_answered_in_place_with_throttled_edits(
     assert len(edits) >= 2  # streamed in place
     arrivals = [placeholder.at] + [edit.at for edit in edits]
     gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals[:-1])]
-    assert min(gaps) >= interval_s * 0.8, gaps  # a little slack for HTTP jitter
+    # an HTTP trip varies (Slack's twin test saw 79.97 ms at this interval); the engine's own
+    # token events are 50 ms apart, so 70 ms still tells a throttle from one edit per event
+    assert min(gaps) >= interval_s * 0.7, gaps
     sent = [
         call
         for call in fake_discord.calls

