@@ -3,6 +3,7 @@ the answer (the links of the articles used)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import replace
 
 from config.text_helpers import ELLIPSIS, shorten
@@ -47,7 +48,7 @@ def format_sources(passages: list[Passage]) -> str:
         first.setdefault(passage.link, passage)
     if not first:
         return ""
-    return "Sources:\n" + "\n".join(f"- {_name(p)} <{p.link}>" for p in first.values())
+    return "Sources:\n" + _listed(first.values())
 
 
 def format_nearest(heading: str, found: list[Passage], pages: int = NEAREST_PAGES) -> str:
@@ -61,7 +62,12 @@ def format_nearest(heading: str, found: list[Passage], pages: int = NEAREST_PAGE
         best.setdefault(passage.url, passage)
     if not best:
         return ""
-    return heading + "\n" + "\n".join(f"- {_name(p)} <{p.link}>" for p in best.values())
+    return heading + "\n" + _listed(best.values())
+
+
+def _listed(passages: Iterable[Passage]) -> str:
+    """One "- Title > Section <page#anchor>" line per passage."""
+    return "\n".join(f"- {_name(passage)} <{passage.link}>" for passage in passages)
 
 
 def _name(passage: Passage) -> str:
