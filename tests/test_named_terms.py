@@ -111,6 +111,34 @@ def test_a_japanese_question_is_near_an_english_page_only_with_the_names_it_writ
     assert best_article("When does the hot spring open?", [onsen]).on_site  # English words
 
 
+def test_across_languages_the_searchs_first_passage_decides_when_near_enough() -> None:
+    """The search weighs a Japanese question's Latin words ("requirements.txt") as well as its
+    meaning: of two pages as near in meaning, its first is the one to cite (seen on the real
+    documentation: the venv module's page was cited for how to write requirements.txt, a
+    thousandth nearer than the tutorial's pip section that shows it)."""
+    asked = "仮想環境のパッケージ一覧を requirements.txt に書き出すには\uff1f"
+    tutorial = Passage(
+        "12. Virtual Environments and Packages",
+        f"{BASE}/tutorial/venv.html",
+        "A common convention is to put this list in a requirements.txt file: "
+        "python -m pip freeze > requirements.txt",
+        similarity=0.438,
+    )
+    module = Passage(
+        "venv — Creation of virtual environments",
+        f"{BASE}/library/venv.html",
+        "A virtual environment may have its own independent set of packages; see "
+        "requirements.txt files in the pip documentation.",
+        similarity=0.439,
+    )
+
+    assert best_article(asked, [tutorial, module]).url == tutorial.url
+    # A first passage too far in meaning to decide leaves it to the nearest one.
+    far = replace(tutorial, similarity=0.30)
+    assert best_article(asked, [far, module]).url == module.url
+    assert best_article(asked, [far, module]).on_site
+
+
 def test_a_name_is_on_the_site_only_as_a_name_of_its_own(settings: Settings) -> None:
     """ "requests.get()" is not named by a page that calls ``self.requests.get(url)``; a
     function is named by its module's name for it, a file type by a file's name."""

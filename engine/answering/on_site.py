@@ -91,8 +91,8 @@ def best_article(
     question: str, passages: Sequence[Passage], site_terms: Set[str] = frozenset()
 ) -> BestArticle:
     """The article whose passages meet the largest share of the question's needs, when one
-    meets enough; else the article of the passage nearest in meaning (the search's order
-    breaks a tie). An article without one of ``site_terms`` the question names meets none."""
+    meets enough; else the article of the passage the meaning decides on (``_nearest``).
+    An article without one of ``site_terms`` the question names meets none."""
     needs = question_needs(question)
     articles = _articles(passages)
     by_words = BestArticle(url=None, share=0.0)
@@ -102,7 +102,7 @@ def best_article(
             by_words = BestArticle(url, share, _cosine(url, passages))
     if by_words.share >= WORDS_SHARE or not passages:
         return by_words
-    nearest = max(passages, key=lambda passage: passage.similarity)
+    nearest = _nearest(passages)
     text = articles[nearest.url]
     share = share_met(needs, text, site_terms) if needs else 0.0
     asked_in = language_of(question)
@@ -113,6 +113,16 @@ def best_article(
     latin = [need for need in needs if need.forms[0].isascii()] if asked_in == "ja" else []
     latin_share = share_met(latin, text, site_terms) if latin else 1.0
     return BestArticle(nearest.url, share, nearest.similarity, across, latin_share)
+
+
+def _nearest(passages: Sequence[Passage]) -> Passage:
+    """The passage the meaning decides on: the search's first when it is close enough in
+    meaning, since the search also weighed the words (a Japanese question's Latin ones:
+    "requirements.txt" picks the tutorial's pip section over the venv module's page, both
+    as near in meaning); else the one nearest in meaning."""
+    if passages[0].similarity >= MEANING_COSINE:
+        return passages[0]
+    return max(passages, key=lambda passage: passage.similarity)
 
 
 def share_met(needs: Sequence[Need], text: str, site_terms: Set[str] = frozenset()) -> float:
