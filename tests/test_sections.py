@@ -17,6 +17,7 @@ from engine.knowledge.scrape.sections import page_sections
 from engine.knowledge.store import KnowledgeBase
 
 SITE = Path(__file__).resolve().parent.parent / "eval" / "realdocs" / "site"
+NPM_PAGE = Path(__file__).resolve().parent / "pages" / "npm" / "npm-install.html"
 CHROME = ("Table of Contents", "Previous topic", "Next topic", "Show Source", "Report a Bug",
           "3.11.2 Documentation", "Navigation", "¶", "Please donate")  # fmt: skip
 
@@ -33,6 +34,33 @@ def test_no_chrome_in_a_real_page(path: str) -> None:
 
     assert not [mark for mark in CHROME if mark in found.text or mark in found.title]
     assert all(mark not in section.heading for section in found.sections for mark in CHROME)
+
+
+def test_another_generators_page_loses_its_version_label_and_table_of_contents() -> None:
+    """npm's documentation (not Sphinx): "npm-install @11.19.1" in the heading, and a table
+    of contents of in-page links that was stored as the page's first section and came back
+    as an answer ("Install a package / Synopsis / Description / ...")."""
+    url = "http://docs.example/commands/npm-install.html"
+    found = extract_article(NPM_PAGE.read_bytes(), url)
+
+    assert found.title == "npm-install"
+    assert found.sections[0].text == "Install a package"
+    assert "Table of contents" not in found.text
+    by_anchor = {section.anchor: section for section in found.sections}
+    assert by_anchor["synopsis"].heading == "npm-install \u203a Synopsis"
+    assert by_anchor["save"].heading == "npm-install \u203a Configuration \u203a save"
+    assert by_anchor["save"].text.startswith("Default: true")
+
+
+def test_a_list_of_links_with_words_of_its_own_is_content_not_a_table_of_contents() -> None:
+    html = b"""<html><body><main><h1>Tools</h1>
+    <ul><li><a href="#a">a</a></li><li><a href="#b">b</a></li><li><a href="#c">c</a></li></ul>
+    <ul><li><a href="#a">a</a> reads a file</li><li><a href="#b">b</a> writes one</li>
+    <li><a href="#c">c</a> deletes it</li></ul></main></body></html>"""
+    found = page_sections(html)
+
+    assert found is not None
+    assert found.text == "a reads a file\nb writes one\nc deletes it"
 
 
 def test_a_long_page_is_split_at_its_headings_with_their_path_and_anchor() -> None:

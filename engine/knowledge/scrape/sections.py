@@ -39,11 +39,15 @@ DROPPED_TAGS = frozenset(
 # Class or id words of chrome that themes put inside the main container too (whole words:
 # Sphinx's "toc-backref" is a heading's own link, not a table of contents).
 DROPPED_NAMES = re.compile(
-    r"headerlink|toc|table-of-contents|sphinxsidebar|related|breadcrumbs?|edit-?this-?page|"
+    r"headerlink|_?toc|_?table[-_]?of[-_]?contents|sphinxsidebar|related|breadcrumbs?|edit-?this-?page|"
     r"navigation|navbar|sidebar|version-?(?:badge|switcher|banner|warning)|skip-?link|"
     r"prev-?next|pagination|feedback|copy-?button|sr-only|visually-hidden|footer",
     re.IGNORECASE,
 )
+# A label a theme puts beside a page's name in its heading ("npm-install @11.19.1"): the
+# version, not part of the name the answers and the sources show.
+HEADING_LABELS = re.compile(r"version|badge", re.IGNORECASE)
+MIN_CONTENTS_LINKS = 3  # a list of only this many links to the page's own sections, or more
 HEADING_TAGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 BLOCK_TAGS = frozenset(
     "p div section article li ul ol dl dt dd pre blockquote table thead tbody tr caption "
@@ -112,7 +116,8 @@ def _main_container(root: _Element) -> _Element | None:
 
 
 def _drop_chrome(main: _Element) -> None:
-    """Remove the navigation, tables of contents, permalinks and the like inside ``main``."""
+    """Remove the navigation, tables of contents, permalinks and the like inside ``main``,
+    and the version labels inside its headings."""
     doomed = [
         element
         for element in main.iter()
@@ -124,7 +129,14 @@ def _drop_chrome(main: _Element) -> None:
             or element.get("role") in ("navigation", "search", "banner", "contentinfo")
             or element.get("aria-hidden") == "true"
             or element.get("hidden") is not None
+            or _is_contents_list(element)
         )
+    ]
+    doomed += [
+        label
+        for heading in main.iter(*HEADING_TAGS)
+        for label in heading.iter()
+        if label is not heading and _names_match(label, HEADING_LABELS)
     ]
     for element in doomed:
         if element.getparent() is not None:
@@ -133,6 +145,26 @@ def _drop_chrome(main: _Element) -> None:
 
 def _is_chrome_name(names: str) -> bool:
     return any(DROPPED_NAMES.fullmatch(name) for name in names.split())
+
+
+def _names_match(element: _Element, pattern: re.Pattern[str]) -> bool:
+    names = f"{element.get('class', '')} {element.get('id', '')}"
+    return any(pattern.fullmatch(name) for name in names.split())
+
+
+def _is_contents_list(element: _Element) -> bool:
+    """A table of contents whatever the theme calls it: a list of nothing but links to the
+    page's own sections ("#synopsis", "#description", ...). Its words are every heading's,
+    and an answer quoting them reads as a list of headings."""
+    if element.tag not in ("ul", "ol"):
+        return False
+    links = list(element.iter("a"))
+    if len(links) < MIN_CONTENTS_LINKS or not all(
+        str(link.get("href", "")).startswith("#") for link in links
+    ):
+        return False
+    linked = "".join(link.text_content() for link in links)
+    return SPACES_RE.sub("", element.text_content()) == SPACES_RE.sub("", linked)
 
 
 class _Splitter:
