@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,7 +13,7 @@ import pytest
 
 from cli.eval_scoring import Case, load_cases
 from engine.answering.evidence import MAX_QUOTE_CHARS, find_evidence
-from engine.answering.needs import question_needs
+from engine.answering.needs import met, question_needs
 from engine.answering.on_site import WORDS_SHARE, best_article, on_site_passages
 from engine.generation.repetition import RepetitionDetector
 from engine.knowledge.models import Passage
@@ -116,6 +117,27 @@ def test_words_shared_with_an_article_do_not_make_it_cover_the_question() -> Non
     osaka = best_article("When does the ferry to Osaka leave?", [ferry])
     assert not osaka.on_site
     assert osaka.share < WORDS_SHARE
+
+
+def test_a_short_word_is_met_only_as_a_word_of_its_own() -> None:
+    """Seen on npm's documentation: "How much does an npm Pro account cost per month?" was
+    covered by a page about accounts, "pro" met inside "project" and "per" inside "perform";
+    the model would have invented a price. A longer word still meets its other forms."""
+    page = Passage(
+        "developers",
+        f"{BASE}/developers",
+        "Create an npm account to publish your project. Tests perform the checks for each package.",
+    )
+
+    assert not best_article("How much does an npm Pro account cost per month?", [page]).on_site
+    assert best_article("How do I publish my project with an npm account?", [
+        replace(page, text="npm publishes projects for accounts. npm has many accounts.")
+    ]).on_site  # fmt: skip
+    lockfile = Passage("lock", f"{BASE}/lock", "The lockfile is locked; blocks are not.")
+    needs = {need.forms[0]: need for need in question_needs("Is the lock file a block?")}
+    assert met(needs["lock"], lockfile.text.lower())  # at a word's start
+    assert not met(needs["lock"], "a block and a clock")  # not inside another word
+    assert met(question_needs("Is there a pro plan?")[0], "the pros and cons")  # plural
 
 
 def test_a_question_of_framing_words_only_is_not_covered() -> None:

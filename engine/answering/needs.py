@@ -8,6 +8,7 @@ same forms the search looked for.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ FRAMING_WORDS = frozenset(
     "happened leave leaves leaving mean meaning means ok okay paid pay possible price prices "
     "stand stands use used uses using".split()
 )
+WHOLE_WORD_CHARS = 3  # a Latin form this short is met only as a word of its own
 KANJI_WEIGHT = 2.0  # a kanji says about as much as two kana or two Latin letters
 
 
@@ -79,8 +81,23 @@ def named_terms(needs: Sequence[Need]) -> list[str]:
 
 
 def met(need: Need, text: str) -> bool:
-    """Whether ``text`` (lowercased by the caller) holds one of the need's forms."""
-    return any(form in text for form in need.forms)
+    """Whether ``text`` (lowercased by the caller) holds one of the need's forms. A Latin
+    form begins a word there ("lock" is in "lockfile", not in "block"), and one of three
+    letters or fewer is the whole word, or its plural: "pro" is not in "project", nor "bun"
+    in "bundle". A Japanese form is found anywhere: the script has no spaces."""
+    return any(_form_in(form, text) for form in need.forms)
+
+
+@functools.lru_cache(maxsize=4096)
+def _latin_form_re(form: str) -> re.Pattern[str]:
+    whole = r"(?:s|es)?(?![a-z0-9])" if len(form) <= WHOLE_WORD_CHARS else ""
+    return re.compile(rf"(?<![a-z0-9]){re.escape(form)}{whole}")
+
+
+def _form_in(form: str, text: str) -> bool:
+    if form not in text:
+        return False
+    return not form.isascii() or _latin_form_re(form).search(text) is not None
 
 
 def _cjk_needs(run: str) -> list[Need]:
