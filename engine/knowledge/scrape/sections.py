@@ -48,6 +48,9 @@ DROPPED_NAMES = re.compile(
 # version, not part of the name the answers and the sources show.
 HEADING_LABELS = re.compile(r"version|badge", re.IGNORECASE)
 MIN_CONTENTS_LINKS = 3  # a list of only this many links to the page's own sections, or more
+# The heading of a list of links to other pages that is navigation, not the page's content
+# (a list of links under another heading may be: "Wing IDE, Komodo IDE, PyCharm").
+SEE_ALSO_RE = re.compile(r"see also|related(?: pages| topics)?|popular pages", re.IGNORECASE)
 HEADING_TAGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 BLOCK_TAGS = frozenset(
     "p div section article li ul ol dl dt dd pre blockquote table thead tbody tr caption "
@@ -129,7 +132,7 @@ def _drop_chrome(main: _Element) -> None:
             or element.get("role") in ("navigation", "search", "banner", "contentinfo")
             or element.get("aria-hidden") == "true"
             or element.get("hidden") is not None
-            or _is_contents_list(element)
+            or _is_link_list(element)
         )
     ]
     doomed += [
@@ -152,19 +155,26 @@ def _names_match(element: _Element, pattern: re.Pattern[str]) -> bool:
     return any(pattern.fullmatch(name) for name in names.split())
 
 
-def _is_contents_list(element: _Element) -> bool:
-    """A table of contents whatever the theme calls it: a list of nothing but links to the
-    page's own sections ("#synopsis", "#description", ...). Its words are every heading's,
-    and an answer quoting them reads as a list of headings."""
+def _is_link_list(element: _Element) -> bool:
+    """Navigation inside the content: a list of nothing but links, to the page's own sections
+    (a table of contents: "#synopsis", "#description", ..., stored as the page's first
+    section, it came back as an answer) or, under a "See also" heading, to other pages (their
+    command names outranked the page that documents them: "What does npm prune remove?"
+    found npm's removal page's "See also" first)."""
     if element.tag not in ("ul", "ol"):
         return False
     links = list(element.iter("a"))
-    if len(links) < MIN_CONTENTS_LINKS or not all(
-        str(link.get("href", "")).startswith("#") for link in links
-    ):
-        return False
     linked = "".join(link.text_content() for link in links)
-    return SPACES_RE.sub("", element.text_content()) == SPACES_RE.sub("", linked)
+    if not links or SPACES_RE.sub("", element.text_content()) != SPACES_RE.sub("", linked):
+        return False
+    if all(str(link.get("href", "")).startswith("#") for link in links):
+        return len(links) >= MIN_CONTENTS_LINKS
+    before = element.getprevious()
+    return (
+        before is not None
+        and before.tag in HEADING_TAGS
+        and SEE_ALSO_RE.fullmatch(heading_text(before)) is not None
+    )
 
 
 class _Splitter:
