@@ -37,9 +37,9 @@ def test_no_chrome_in_a_real_page(path: str) -> None:
 
 
 def test_another_generators_page_loses_its_version_label_and_table_of_contents() -> None:
-    """npm's documentation (not Sphinx): "npm-install @11.19.1" in the heading, and a table
-    of contents of in-page links that was stored as the page's first section and came back
-    as an answer ("Install a package / Synopsis / Description / ...")."""
+    """npm's documentation (not Sphinx): "npm-install @11.19.1" in the heading, a table of
+    contents of in-page links that was stored as the page's first section and came back as an
+    answer ("Install a package / Synopsis / Description / ..."), and a "See Also" list."""
     url = "http://docs.example/commands/npm-install.html"
     found = extract_article(NPM_PAGE.read_bytes(), url)
 
@@ -50,6 +50,9 @@ def test_another_generators_page_loses_its_version_label_and_table_of_contents()
     assert by_anchor["synopsis"].heading == "npm-install \u203a Synopsis"
     assert by_anchor["save"].heading == "npm-install \u203a Configuration \u203a save"
     assert by_anchor["save"].text.startswith("Default: true")
+    # Its "See Also" is a list of other commands' links: their names outranked the pages
+    # that document them.
+    assert "see-also" not in by_anchor
 
 
 def test_a_list_of_links_with_words_of_its_own_is_content_not_a_table_of_contents() -> None:
@@ -113,6 +116,24 @@ def test_a_block_pasted_into_many_pages_is_kept_once_and_a_copy_of_a_page_not_at
     texts = ["\n".join(s.text for s in a.sections) for a in kept]
     assert [block in text for text in texts] == [True] + [False] * (SHARED_MIN_PAGES - 1)
     assert all(f"Page {n} has its own words" in texts[n] for n in range(SHARED_MIN_PAGES))
+
+
+def test_a_shared_block_is_kept_in_the_page_that_collects_the_blocks() -> None:
+    """npm's command pages each repeat some of the config page's settings: a setting's words
+    belong to the config page, which holds them all, not to whichever command came first."""
+    blocks = [
+        f"Setting {n}: a sentence long enough to count as a shared block of text." for n in range(3)
+    ]
+    commands = [article(f"http://x.example/cmd{n}", f"Command {n} does its own thing.",
+                        blocks[n], blocks[(n + 1) % 3]) for n in range(3)]  # fmt: skip
+    config = article("http://x.example/config", "Every setting.", *blocks)
+
+    kept = without_repeats([*commands, config])
+
+    assert [a.url for a in kept] == [*(c.url for c in commands), config.url]
+    texts = ["\n".join(s.text for s in a.sections) for a in kept]
+    assert all(block in texts[-1] for block in blocks)
+    assert not any(block in text for block in blocks for text in texts[:-1])
 
 
 def test_passages_carry_their_section_and_link_to_it(tmp_path: Path) -> None:

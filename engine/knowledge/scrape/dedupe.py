@@ -5,7 +5,9 @@ On real documentation a quarter of all text can be the same blocks ("Configurati
 (docs/quality.md, "Real documentation"). Stored everywhere, such a block matches a question
 on every page that holds it and crowds the search with copies. So a page whose text (or
 ``rel=canonical``) names another page of the same rescrape is left out, and a line that
-stands in at least ``SHARED_MIN_PAGES`` pages is kept in the first of them only.
+stands in at least ``SHARED_MIN_PAGES`` pages is kept in one of them only: the page that holds
+the most of the site's shared lines (the reference page the blocks are copied from: npm's
+config page holds every "Configuration" block its command pages repeat), the first on a tie.
 """
 
 from __future__ import annotations
@@ -29,12 +31,14 @@ def without_repeats(articles: Sequence[Article], unchanged: Iterable[str] = ()) 
     ``unchanged`` are the stored pages carried over, which a canonical may name too."""
     unique = _distinct_pages(articles, unchanged)
     shared = _shared_lines(unique)
+    homes_first = sorted(range(len(unique)), key=lambda i: -_shared_held(unique[i], shared))
     seen: set[str] = set()
-    kept: list[Article] = []
-    for article in unique:
+    kept: dict[int, Article] = {}
+    for index in homes_first:
+        article = unique[index]
         sections = tuple(_without_seen(section, shared, seen) for section in _sections(article))
-        kept.append(replace(article, sections=tuple(s for s in sections if s.text)))
-    return kept
+        kept[index] = replace(article, sections=tuple(s for s in sections if s.text))
+    return [kept[index] for index in range(len(unique))]
 
 
 def _distinct_pages(articles: Sequence[Article], unchanged: Iterable[str]) -> list[Article]:
@@ -60,6 +64,10 @@ def _shared_lines(articles: Iterable[Article]) -> set[str]:
         lines = {_normal(line) for line in article.text.splitlines()}
         pages_holding.update(line for line in lines if len(line) >= SHARED_MIN_CHARS)
     return {line for line, pages in pages_holding.items() if pages >= SHARED_MIN_PAGES}
+
+
+def _shared_held(article: Article, shared: set[str]) -> int:
+    return len({_normal(line) for line in article.text.splitlines()} & shared)
 
 
 def _without_seen(section: Section, shared: set[str], seen: set[str]) -> Section:
