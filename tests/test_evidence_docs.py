@@ -11,6 +11,7 @@ from engine.knowledge.models import Passage
 from engine.knowledge.scrape.sections import page_sections
 
 SITE = Path(__file__).resolve().parent.parent / "eval" / "realdocs" / "site"
+NPM_PAGE = Path(__file__).resolve().parent / "pages" / "npm" / "npm-install.html"
 
 
 def section_passage(path: str, heading_ends: str) -> Passage:
@@ -85,3 +86,25 @@ def test_a_function_called_by_name_is_quoted_from_its_own_entry() -> None:
     assert evidence is not None
     assert evidence.quote.startswith("tempfile.mkdtemp(suffix=None, prefix=None, dir=None)")
     assert "returns the absolute pathname of the new directory" in evidence.quote
+
+
+def test_a_setting_named_with_its_hyphens_is_quoted_from_its_own_entry() -> None:
+    """npm's settings: "global-style" says "Default: false" and names install-strategy too, so
+    its sentences meet the question as well as the entry asked about; the name decides (seen
+    on npm's config page: fetch-timeout's default was quoted from fetch-retry-maxtimeout)."""
+    page = page_sections(NPM_PAGE.read_bytes())
+    assert page is not None
+    url = "http://docs.example/commands/npm-install.html"
+    by_anchor = {s.anchor: s for s in page.sections}
+    passages = [
+        Passage(page.title, url, s.text, heading=s.heading, anchor=s.anchor)
+        for s in (
+            by_anchor[name] for name in ("global-style", "legacy-bundling", "install-strategy")
+        )
+    ]
+
+    evidence = find_evidence("What is the default of install-strategy?", passages)
+
+    assert evidence is not None
+    assert evidence.quote.startswith("install-strategy — ")
+    assert "hoisted" in evidence.quote

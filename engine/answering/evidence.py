@@ -13,8 +13,8 @@ takes the line after it, the example being the answer. Documentation describes a
 an entry under its signature ("shutil.rmtree(path, ...)" then "Delete an entire directory
 tree"), so a quote from an entry starts with the entry's signature, or its name when the
 signature is long: the sentence alone does not say what it describes. And a question that calls
-a function by name is answered by that function's entry, when it holds a sentence meeting the
-question, not by another entry that mentions the function in passing.
+a function by name (or names a setting: "fetch-timeout") is answered by that entry, when it
+holds a sentence meeting the question, not by another entry that mentions it in passing.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from config.text_helpers import SENTENCE_RE, shorten
-from engine.answering.needs import Need, code_names, met, question_needs
+from engine.answering.needs import Need, code_names, hyphenated_names, met, question_needs
 from engine.knowledge.models import PATH_SEPARATOR, Passage
 
 TITLE_SHARE = 0.25  # a need the title holds tells the article's sentences apart less
@@ -189,8 +189,10 @@ def _referred_to(
 
 def _entries_named(question: str, passages: Sequence[Passage]) -> set[int]:
     """The ranks of the passages that are the entries of the functions ``question`` calls by
-    name: the entry's anchor is the name, or ends with it after a module's or class's dot."""
-    names = code_names(question)
+    name, or of the settings it names with their hyphens ("fetch-timeout", not its neighbour
+    "fetch-retry-maxtimeout", whose sentences meet the question's words as well): the entry's
+    anchor is the name, or ends with it after a module's or class's dot."""
+    names = code_names(question) + hyphenated_names(question)
     return {
         rank
         for rank, passage in enumerate(passages)
@@ -232,7 +234,7 @@ def _with_entry_name(passage: Passage, quote: str) -> str:
     ``passage`` belongs to; as it is for a passage of an ordinary section."""
     name = passage.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()
     bare = name.removesuffix("()")
-    looks_like_code = any(mark in name for mark in "._(") or (passage.anchor or "").startswith(
+    looks_like_code = any(mark in name for mark in "._(-") or (passage.anchor or "").startswith(
         "term-"
     )
     if not (bare and looks_like_code and bare.lower() in (passage.anchor or "").lower()):

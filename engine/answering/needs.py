@@ -191,6 +191,17 @@ def code_names(question: str) -> list[str]:
     return list(dict.fromkeys(name.lower() for name in names))
 
 
+# A setting or an option a question names with its hyphens ("fetch-timeout", "--save-exact"):
+# a reference documents it in an entry of that name. Not a name the site must have: "one-line"
+# or "time-ordered" are English too.
+HYPHENATED_RE = re.compile(r"(?<![\w-])-{0,2}([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+)(?![\w-])")
+
+
+def hyphenated_names(question: str) -> list[str]:
+    """The words ``question`` joins with hyphens, lowercase, without leading dashes."""
+    return list(dict.fromkeys(m.group(1).lower() for m in HYPHENATED_RE.finditer(question)))
+
+
 def version_names(question: str) -> list[str]:
     """The versions ``question`` names: "3.12" of "Python 3.12", "version 7" as it is."""
     return [(m.group(1) or m.group(2)).lower() for m in VERSION_RE.finditer(question)]
