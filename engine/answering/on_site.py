@@ -41,6 +41,7 @@ from engine.knowledge.models import Passage
 
 WORDS_SHARE = 0.7
 MEANING_COSINE = 0.40
+MEANING_TIE = 0.02  # cosines this close are as near: the search's order decides
 PASSAGES_USED = 3  # of the answering article, best first: what the model reads
 
 
@@ -116,13 +117,12 @@ def best_article(
 
 
 def _nearest(passages: Sequence[Passage]) -> Passage:
-    """The passage the meaning decides on: the search's first when it is close enough in
-    meaning, since the search also weighed the words (a Japanese question's Latin ones:
-    "requirements.txt" picks the tutorial's pip section over the venv module's page, both
-    as near in meaning); else the one nearest in meaning."""
-    if passages[0].similarity >= MEANING_COSINE:
-        return passages[0]
-    return max(passages, key=lambda passage: passage.similarity)
+    """The passage nearest in meaning; of passages as near (within ``MEANING_TIE``), the
+    search's first, since the search also weighed the words (a Japanese question's Latin ones:
+    "requirements.txt" picks the tutorial's pip section over the venv module's page, a
+    thousandth nearer)."""
+    nearest = max(passage.similarity for passage in passages)
+    return next(p for p in passages if p.similarity >= nearest - MEANING_TIE)
 
 
 def share_met(needs: Sequence[Need], text: str, site_terms: Set[str] = frozenset()) -> float:
