@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engine.answering.evidence import find_evidence
+from engine.answering.on_site import on_site_passages
 from engine.knowledge.models import Passage
 from engine.knowledge.scrape.sections import page_sections
 
@@ -108,3 +109,28 @@ def test_a_setting_named_with_its_hyphens_is_quoted_from_its_own_entry() -> None
     assert evidence is not None
     assert evidence.quote.startswith("install-strategy — ")
     assert "hoisted" in evidence.quote
+
+
+def test_a_japanese_question_naming_a_setting_is_answered_from_its_entry() -> None:
+    """ "fetch-timeout の既定値は" was refused on npm's config page: across languages its meaning
+    is far from the entry's "Default: 300000 (5 minutes)", and none of the entry's sentences
+    holds its words. Naming the entry is enough; its opening is the quote, with its name."""
+    page = page_sections(NPM_PAGE.read_bytes())
+    assert page is not None
+    url = "http://docs.example/commands/npm-install.html"
+    by_anchor = {s.anchor: s for s in page.sections}
+    found = [
+        Passage(page.title, url, s.text, heading=s.heading, anchor=s.anchor, similarity=cosine)
+        for s, cosine in (
+            (by_anchor["install-strategy"], 0.36),
+            (by_anchor["bin-links"], 0.3),
+        )
+    ]
+    question = "bin-links の既定値はいくつですか\uff1f"
+
+    used = on_site_passages(question, found)
+    evidence = find_evidence(question, used)
+
+    assert [p.anchor for p in used] == ["bin-links", "install-strategy"]
+    assert evidence is not None and evidence.quote == "bin-links — Default: true"
+    assert on_site_passages("インストールの方法の既定値はいくつですか\uff1f", found) == []

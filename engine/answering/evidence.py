@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from config.text_helpers import SENTENCE_RE, shorten
-from engine.answering.needs import Need, code_names, hyphenated_names, met, question_needs
+from engine.answering.needs import Need, entry_names, met, question_needs
 from engine.knowledge.models import PATH_SEPARATOR, Passage
 
 TITLE_SHARE = 0.25  # a need the title holds tells the article's sentences apart less
@@ -103,12 +103,17 @@ def find_evidence(
     sentences = [s for rank, p in enumerate(passages) for s in _sentences(rank, p, needs)]
     score = _Scorer(needs, sentences, " ".join(dict.fromkeys(p.title for p in passages)))
     candidates = [s for s in sentences if score.required(s.met) > 0]
+    named = entries_named(question, passages)
+    if named and not any(s.rank in named for s in candidates):
+        # "fetch-timeout の既定値は?": the entry asked about, though none of its sentences
+        # meets the question's other words (its name is its heading), over a neighbour's.
+        return opening(passages[min(named)], max_chars, with_name=True)
     if not candidates:
         return None
     numbered = [s for s in candidates if s.has_number]
     if numbered and ASKS_FOR_NUMBER_RE.search(question):
         candidates = numbered  # "how much", "いくら": the answer is a number
-    if entry := [s for s in candidates if s.rank in _entries_named(question, passages)]:
+    if entry := [s for s in candidates if s.rank in named]:
         candidates = entry  # "What does tempfile.mkdtemp() return?": its entry says
     first = max(
         candidates,
@@ -124,11 +129,17 @@ def find_evidence(
     return Evidence(passage.title, passage.url, _with_entry_name(passage, quote))
 
 
-def opening(passage: Passage, max_chars: int = MAX_QUOTE_CHARS) -> Evidence:
+def opening(
+    passage: Passage, max_chars: int = MAX_QUOTE_CHARS, *, with_name: bool = False
+) -> Evidence:
     """The passage's first paragraph, shortened: the quote of an article that covers the
-    question by its title, with no sentence of its own meeting a need."""
+    question by its title, with no sentence of its own meeting a need; ``with_name``: after
+    the name of the entry it opens ("fetch-timeout — Default: 300000 (5 minutes)")."""
     first = next((line.strip() for line in passage.text.splitlines() if line.strip()), "")
-    return Evidence(passage.title, passage.url, shorten(first, max_chars))
+    quote = shorten(first, max_chars)
+    if with_name:
+        quote = _with_entry_name(passage, quote)
+    return Evidence(passage.title, passage.url, quote)
 
 
 def _sentences(rank: int, passage: Passage, needs: Sequence[Need]) -> list[_Sentence]:
@@ -187,12 +198,12 @@ def _referred_to(
     return before[:1]
 
 
-def _entries_named(question: str, passages: Sequence[Passage]) -> set[int]:
+def entries_named(question: str, passages: Sequence[Passage]) -> set[int]:
     """The ranks of the passages that are the entries of the functions ``question`` calls by
     name, or of the settings it names with their hyphens ("fetch-timeout", not its neighbour
     "fetch-retry-maxtimeout", whose sentences meet the question's words as well): the entry's
     anchor is the name, or ends with it after a module's or class's dot."""
-    names = code_names(question) + hyphenated_names(question)
+    names = entry_names(question)
     return {
         rank
         for rank, passage in enumerate(passages)

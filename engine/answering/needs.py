@@ -197,6 +197,12 @@ def code_names(question: str) -> list[str]:
 HYPHENATED_RE = re.compile(r"(?<![\w-])-{0,2}([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+)(?![\w-])")
 
 
+def entry_names(question: str) -> list[str]:
+    """The names an entry of a reference may have that ``question`` gives: the functions it
+    calls, the dotted names and the settings it joins with hyphens."""
+    return list(dict.fromkeys(code_names(question) + hyphenated_names(question)))
+
+
 def hyphenated_names(question: str) -> list[str]:
     """The words ``question`` joins with hyphens, lowercase, without leading dashes."""
     return list(dict.fromkeys(m.group(1).lower() for m in HYPHENATED_RE.finditer(question)))

@@ -16,6 +16,11 @@ the site must show that it answers the question, in one of two ways:
   answers from one merely about the same thing ("Does the onsen have a sauna?" is as close
   to the onsen's page as its opening hours are), so words decide there.
 
+A question that names an entry of the site by its anchor (a function, a setting:
+``fetch-timeout``) is about that entry, whatever its other words, and the entry comes first
+among the passages used: across languages the meaning of "fetch-timeout の既定値はいくつ" is
+far from the entry's "Default: 300000 (5 minutes)".
+
 And a question that names something the site never mentions (a function, a flag, a file type:
 ``itertools.batched()``, ``--tls-cert``, ``.xlsx``) is not on it, however close the rest of
 its words: documentation answers about what it documents. Likewise a question naming a term
@@ -35,6 +40,7 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
+from engine.answering.evidence import entries_named
 from engine.answering.needs import Need, met, question_needs
 from engine.answering.wording import language_of
 from engine.knowledge.models import Passage
@@ -83,9 +89,14 @@ def on_site_passages(
     best = best_article(question, found, site_terms)
     if not best.on_site and follow_up_of:
         best = best_article(follow_up_of, found, site_terms)
+    entries = [found[rank] for rank in sorted(entries_named(question, found))]
+    if not best.on_site and entries:  # "fetch-timeout の既定値は" names npm's entry
+        best = BestArticle(entries[0].url, share=1.0)
     if not best.on_site:
         return []
-    return [passage for passage in found if passage.url == best.url][:PASSAGES_USED]
+    entries = [entry for entry in entries if entry.url == best.url]
+    rest = [p for p in found if p.url == best.url and all(p is not e for e in entries)]
+    return [*entries, *rest][:PASSAGES_USED]
 
 
 def best_article(
