@@ -53,6 +53,10 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "en": "(Cut here: the answer had started repeating itself.)",
         "ja": "（同じことを繰り返し始めたため、ここで打ち切りました。）",
     },
+    "engine.answer.withdrawn": {
+        "en": "(My own answer is left out: it gave a number that is not on the site.)",
+        "ja": "（サイトにない数字を含んでいたため、回答を省きました。）",
+    },
     "engine.answer.cut_length": {
         "en": "(Cut here: the answer reached its limit of {max_tokens} tokens.)",
         "ja": "（長さの上限 {max_tokens} トークンに達したため、ここで打ち切りました。）",

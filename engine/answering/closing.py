@@ -27,12 +27,22 @@ def closed_fence(answer: str) -> str:
     return f"\n{open_fence}" if open_fence else ""
 
 
-def closing(plan: Plan, finish_reason: FinishReason, max_tokens: int, *, answer: str) -> str:
+def closing(
+    plan: Plan,
+    finish_reason: FinishReason,
+    max_tokens: int,
+    *,
+    answer: str,
+    withdrawn: bool = False,
+) -> str:
     """What follows the model's words (``answer``: "" when it wrote none), or the whole
-    answer when the engine answers alone."""
+    answer when the engine answers alone; ``withdrawn``: the model's words are left out
+    (they gave a number nothing it read gives, numbers.py), and this says so first."""
     words = WORDING[plan.language]
     parts: list[str] = []
-    if finish_reason == "repetition":
+    if withdrawn:
+        parts.append(words.withdrawn)
+    elif finish_reason == "repetition":
         parts.append(words.cut_repetition)
     elif finish_reason == "length":
         parts.append(words.cut_length.format(max_tokens=max_tokens))

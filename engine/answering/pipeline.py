@@ -24,7 +24,9 @@ the site decides what the model may say, and most decisions are taken before it 
 7. **The prompt** (``prompt.py``): system text, the conversation, the passages and the quote,
    the question.
 
-After the model, ``closing.py`` adds why it was cut (if it was), the quote and the sources.
+After the model, ``closing.py`` adds why it was cut (if it was), the quote and the sources;
+when its words give a number nothing it read gives (``numbers.py``), they are left out and
+the quote stands alone, after a sentence saying so.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ class Wording:
     evidence: str  # before the quote of the article ({quote})
     cut_repetition: str  # after an answer stopped for repeating itself
     cut_length: str  # after one stopped at CONCIERGE_MAX_TOKENS ({max_tokens})
+    withdrawn: str  # instead of the model's words, when they gave a number (numbers.py)
     greeting: str  # the whole answer to small talk (engine/answering/smalltalk.py): "hi"
     thanks: str  # "thanks!"
     goodbye: str  # "bye"
@@ -46,6 +47,7 @@ def wording(language: Language) -> Wording:
         evidence=t("engine.answer.evidence", language),
         cut_repetition=t("engine.answer.cut_repetition", language),
         cut_length=t("engine.answer.cut_length", language),
+        withdrawn=t("engine.answer.withdrawn", language),
         greeting=t("engine.answer.greeting", language),
         thanks=t("engine.answer.thanks", language),
         goodbye=t("engine.answer.goodbye", language),

@@ -39,6 +39,7 @@ class Generation:
     finish_reason: FinishReason = "stop"  # how the model's answer ended, when it ran its course
     kept: int | None = None  # pieces of the text, when a repeated tail was dropped
     ended_at: int | None = None  # characters of the text, when it ended at a blank line
+    withdrawn: bool = False  # its words left out: a number nothing it read gave (numbers.py)
 
     @property
     def finished_naturally(self) -> bool:
@@ -46,7 +47,10 @@ class Generation:
 
     @property
     def answer(self) -> str:
-        """The model's words, without a repeated tail or what followed its last paragraph."""
+        """The model's words, without a repeated tail or what followed its last paragraph;
+        none when they were withdrawn."""
+        if self.withdrawn:
+            return ""
         return "".join(self.pieces[: self.kept])[: self.ended_at]
 
     @property

@@ -13,7 +13,8 @@ from config.settings import Settings
 from config.spaces import Spaces
 from config.texts import Locale
 from engine.answering.closing import closing
-from engine.answering.pipeline import AnswerPlanner
+from engine.answering.numbers import unbacked_numbers
+from engine.answering.pipeline import AnswerPlanner, Plan
 from engine.backends.base import (
     Backend,
     BackendFailed,
@@ -104,11 +105,18 @@ class AnswerJob:
             return
         await relay.close()
         if generation.finished_naturally:  # why it was cut, if it was; the quote and source
+            answer = generation.answer
+            generation.withdrawn = _gives_unread_number(answer, plan, request)
             generation.appendix = closing(
-                plan, generation.finish_reason, self.limits.max_tokens, answer=generation.answer
+                plan,
+                generation.finish_reason,
+                self.limits.max_tokens,
+                answer=generation.answer,
+                withdrawn=generation.withdrawn,
             )
-            if generation.appendix:
-                await replies.tokens(generation.appendix, count=0)
+            if generation.appendix:  # after the words streamed, withdrawn or not
+                apart = "\n\n" if answer and not generation.answer else ""
+                await replies.tokens(apart + generation.appendix, count=0)
         cancel_received_at = self.cancelled.received_at(generation.session_id)
         end = ending_event(
             generation,
@@ -169,6 +177,17 @@ class AnswerJob:
                 log.warning("the asker's reply queue is gone")
                 self.cancelled.add(session_id)
                 return
+
+
+def _gives_unread_number(answer: str, plan: Plan, request: Request) -> bool:
+    """Whether the model's words give a number that nothing it read gives, when the site's
+    quote can stand in for them (engine/answering/numbers.py)."""
+    if plan.evidence is None or not answer:
+        return False
+    read = [request.question, plan.evidence.quote]
+    read += [turn.text for turn in request.history if turn.role == "user"]
+    read += [f"{passage.heading}\n{passage.text}" for passage in plan.passages]
+    return bool(unbacked_numbers(answer, read))
 
 
 def _failure_reason(error: Exception, replies: Replies) -> str:

@@ -1,0 +1,81 @@
+"""A number the model's words give that nothing it read gives leaves its words out of the
+answer (engine/answering/numbers.py): the site's quote stands alone, and the asker is told."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from bots.client import ConciergeClient
+from broker.amqp import Broker
+from broker.protocol import TokenEvent
+from config.settings import Settings
+from engine.answering.numbers import unbacked_numbers
+from engine.answering.wording import WORDING
+from engine.backends.base import Backend, ChatMessage, GenerationLimits, Pieces, ShouldStop
+from engine.knowledge.scrape.builder import build_kb
+from tests.conftest import start_engine
+from tests.grounded_fixture import ask, site_articles
+
+PAGE = "fetch-timeout — Default: 300000 (5 minutes). Retries 2 times, 1,200 ms apart."
+
+
+class Says:
+    """The real model, whose answer is the given pieces: what SmolLM2 writes varies with the
+    machine, and this test is about what the engine does with a wrong number."""
+
+    def __init__(self, real: Backend, pieces: Sequence[str]) -> None:
+        self.real = real
+        self.pieces = pieces
+
+    def stream(
+        self, messages: list[ChatMessage], should_stop: ShouldStop, limits: GenerationLimits
+    ) -> Pieces:
+        yield from self.pieces
+        return "stop"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+def test_a_number_nothing_read_gives_is_found() -> None:
+    assert unbacked_numbers("The default is 30000.", [PAGE]) == ["30000"]
+    assert unbacked_numbers("It is 300000 ms, 5 minutes; 1200 ms between tries.", [PAGE]) == []
+    assert unbacked_numbers("Set it to 07:10 or 7:10.", ["The ferry leaves at 7:10."]) == []
+
+
+def test_numbering_code_and_addresses_are_not_claims() -> None:
+    answer = (
+        "1. Open the config.\n2) Set it:\n```\nfor i in range(10):\n    pass\n```\n"
+        "Then call `retry(3)`. See <https://docs.example/v11/config.html#fetch-timeout>."
+    )
+
+    assert unbacked_numbers(answer, [PAGE]) == []
+    assert unbacked_numbers(answer + " It waits 42 seconds.", [PAGE]) == ["42"]
+
+
+async def test_the_models_words_with_a_wrong_time_are_left_out_for_the_quote(
+    settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    """The site says 16:50; an answer of 16:55 streams, then the terminal text replaces it
+    with the note, the quote and the sources. The same answer with 16:50 is kept."""
+    build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
+    question = "When does the last ferry leave Minato?"
+    texts = {}
+    for said in ("16:55", "16:50"):
+        says = Says(backend, ["The last ferry ", f"leaves at {said}."])
+        engine = await start_engine(settings, says)  # type: ignore[arg-type]
+        async with ConciergeClient(settings, "test") as client:
+            done, events = await ask(client, question)
+        await engine.stop()
+        streamed = "".join(e.text for e in events if isinstance(e, TokenEvent))
+        assert f"leaves at {said}." in streamed
+        texts[said] = done.text
+
+    withdrawn, kept = texts["16:55"], texts["16:50"]
+    assert withdrawn.startswith(WORDING["en"].withdrawn + "\n\n")
+    assert "16:55" not in withdrawn and "16:50" in withdrawn  # the quote's
+    assert "ferry-timetable.html" in withdrawn  # the sources
+    assert kept.startswith("The last ferry leaves at 16:50.\n\n")
+    assert WORDING["en"].withdrawn not in kept
