@@ -53,6 +53,23 @@ def test_text_a_lost_piece_left_out_is_shown_at_the_end() -> None:
     assert piped.getvalue() == "One _two_ three.\n"  # a pipe gets the text as written
 
 
+def test_a_final_text_that_left_the_models_words_out_is_not_shown_twice() -> None:
+    """The engine withdrew the model's words (a number not on the site): its last piece
+    brought the note and the quote, and the final text is that piece alone."""
+    final = "(My own answer is left out.)\n\nFrom the site: \u201c300000\u201d"
+    pieces = ["The default is ", "30000.", "\n\n" + final]
+
+    shown = _rendered(pieces, final)
+    assert shown == ["The default is 30000.", "(My own answer is left out.)",
+                     "From the site: \u201c300000\u201d"]  # fmt: skip
+    piped = io.StringIO()
+    plain = PlainText(piped)
+    for piece in pieces:
+        plain.add(piece)
+    plain.finish(final)
+    assert piped.getvalue() == "".join(pieces) + "\n"
+
+
 def test_a_block_ends_at_a_blank_line_outside_a_code_fence() -> None:
     assert finished_length("Para one.\n\nPara") == len("Para one.\n\n")
     assert finished_length("```\ncode\n\nmore") == 0

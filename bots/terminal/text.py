@@ -52,6 +52,16 @@ def common_length(one: str, other: str) -> int:
     return length
 
 
+def shown_final(final: str, streamed: str) -> str:
+    """What to finish on: ``final``, unless what streamed already ends with it: the engine
+    left the model's words out of the final text (a number not on the site), and its last
+    piece said so and brought the quote. Printed text cannot be taken back; printing the
+    final text again below it would show the quote twice."""
+    if final and final != streamed and streamed.endswith(final):
+        return streamed
+    return final
+
+
 class PlainText:
     """Pieces written as they come; the end of the final text a lost piece left out."""
 
@@ -65,6 +75,7 @@ class PlainText:
         self.text += piece
 
     def finish(self, text: str) -> None:
+        text = shown_final(text, self.text)
         rest = text[common_length(text, self.text) :]
         shown = self.text + rest
         if shown and not shown.endswith("\n"):
@@ -113,6 +124,7 @@ class MarkdownText:
 
     def finish(self, text: str) -> None:
         self._stop_live()
+        text = shown_final(text, self.text)
         printed = self.text[: self.printed]
         self._print(text[common_length(text, printed) :])
 
