@@ -52,6 +52,9 @@ CUT_REASONS = frozenset({"length", "repetition"})  # done.finish_reason of a cut
 # ..."):
 # what comes before it is the model's own words.
 EVIDENCE_MARKERS = tuple(wording.evidence.split("{quote}")[0] for wording in WORDING.values())
+# ... or the engine's sentence saying the model's words were left out (numbers.py): none of
+# them is in the answer, so there are no own words to judge.
+WITHDRAWN_MARKERS = tuple(wording.withdrawn for wording in WORDING.values())
 # Text split roughly as a tokenizer would (a Latin word with its space, a digit, any other
 # character: a kana or a kanji), for noticing repetition when the engine does not report it.
 NUMBER_RE = re.compile(r"\d+(?:[,.:]\d+)*")  # 16:50, 1,200, 3.5, 12
@@ -256,7 +259,8 @@ def own_words(answer: str) -> str:
 
 
 def _quote_start(answer: str) -> int:
-    return min((answer.find(m) for m in EVIDENCE_MARKERS if m in answer), default=len(answer))
+    markers = (*WITHDRAWN_MARKERS, *EVIDENCE_MARKERS)
+    return min((answer.find(m) for m in markers if m in answer), default=len(answer))
 
 
 def unquoted_numbers(case: Case, answer: str) -> list[str]:

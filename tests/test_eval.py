@@ -29,6 +29,7 @@ from cli.eval_scoring import (
 from cli.main import main
 from config.settings import Settings
 from engine.answering.passages import format_sources
+from engine.answering.wording import WORDING
 from engine.backends.base import Backend
 from engine.knowledge.models import Passage
 from engine.knowledge.scrape.rescrape import rescrape
@@ -213,6 +214,11 @@ def test_the_models_own_words_are_judged_apart_from_the_quote_after_them() -> No
     assert not garbled.correct and right.correct and quote_only.correct
     summary = summarize([garbled, right, quote_only])
     assert (summary.own_words_right, summary.own_words_of) == (1, 2)
+    # The engine left the model's words out (a number not on the site): none to judge.
+    left_out = WORDING["en"].withdrawn + quote
+    withdrawn = judge(LAST_FERRY, Reply("done", left_out, tokens=7), 512)
+    assert own_words(withdrawn.answer) == "" and withdrawn.own_words_right is None
+    assert withdrawn.correct
 
 
 def test_numbers_the_model_wrote_that_were_neither_quoted_nor_asked_are_listed() -> None:
