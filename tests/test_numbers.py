@@ -3,9 +3,12 @@ answer (engine/answering/numbers.py): the site's quote stands alone, and the ask
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
+
+import pytest
 
 from bots.client import ConciergeClient
 from broker.amqp import Broker
@@ -56,10 +59,11 @@ def test_numbering_code_and_addresses_are_not_claims() -> None:
 
 
 async def test_the_models_words_with_a_wrong_time_are_left_out_for_the_quote(
-    settings: Settings, backend: Backend, broker: Broker
+    settings: Settings, backend: Backend, broker: Broker, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The site says 16:50; an answer of 16:55 streams, then the terminal text replaces it
     with the note, the quote and the sources. The same answer with 16:50 is kept."""
+    caplog.set_level(logging.INFO, logger="engine.jobs.answer")
     build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
     question = "When does the last ferry leave Minato?"
     texts = {}
@@ -79,3 +83,5 @@ async def test_the_models_words_with_a_wrong_time_are_left_out_for_the_quote(
     assert "ferry-timetable.html" in withdrawn  # the sources
     assert kept.startswith("The last ferry leaves at 16:50.\n\n")
     assert WORDING["en"].withdrawn not in kept
+    left_out = [r.getMessage() for r in caplog.records if "words left out" in r.getMessage()]
+    assert len(left_out) == 1 and left_out[0].endswith("nothing it read gives: 16:55")

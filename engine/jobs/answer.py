@@ -187,7 +187,11 @@ def _gives_unread_number(answer: str, plan: Plan, request: Request) -> bool:
     read = [request.question, plan.evidence.quote]
     read += [turn.text for turn in request.history if turn.role == "user"]
     read += [f"{passage.heading}\n{passage.text}" for passage in plan.passages]
-    return bool(unbacked_numbers(answer, read))
+    if unread := unbacked_numbers(answer, read):
+        log.info("session %s: the model's words left out, numbers nothing it read gives: %s",
+                 request.session_id, ", ".join(unread))  # fmt: skip
+        return True
+    return False
 
 
 def _failure_reason(error: Exception, replies: Replies) -> str:
