@@ -134,3 +134,10 @@ def test_a_japanese_question_naming_a_setting_is_answered_from_its_entry() -> No
     assert [p.anchor for p in used] == ["bin-links", "install-strategy"]
     assert evidence is not None and evidence.quote == "bin-links — Default: true"
     assert on_site_passages("インストールの方法の既定値はいくつですか\uff1f", found) == []
+    # Written against the Japanese, as Japanese usually is.
+    assert on_site_passages("bin-linksの既定値は\uff1f", found)[0].anchor == "bin-links"
+    # A heading of words is not a name: "check-in" asked does not make it the answer.
+    heading = "Onsen \u203a Check-in"
+    words = [Passage("Onsen", "http://x/o", "Check-in from 15:00.", heading=heading,
+                     anchor="check-in", similarity=0.2)]  # fmt: skip
+    assert on_site_passages("Can I check-in at the Hilton airport hotel?", words) == []

@@ -58,6 +58,16 @@ def test_numbering_code_and_addresses_are_not_claims() -> None:
     assert unbacked_numbers(answer + " It waits 42 seconds.", [PAGE]) == ["42"]
 
 
+def test_a_number_is_read_as_a_reader_reads_it() -> None:
+    """Found by review: each of these was taken for a number the site does not give."""
+    assert unbacked_numbers("New in Python 3, since 3.11.", ["Changed in version 3.11.2"]) == []
+    assert unbacked_numbers("It costs 1.50, or \uff13\uff10\uff10 yen.", ["1.5 or 300"]) == []
+    assert unbacked_numbers("Step 1: open it.\n### 2. Then save.", ["nothing"]) == []
+    # An answer cut at the token cap inside its last number is not taken at its word.
+    assert unbacked_numbers("The default is 300", ["Default: 300000"], cut=True) == []
+    assert unbacked_numbers("The default is 300", ["Default: 300000"]) == ["300"]
+
+
 async def test_the_models_words_with_a_wrong_time_are_left_out_for_the_quote(
     settings: Settings, backend: Backend, broker: Broker, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -85,3 +95,20 @@ async def test_the_models_words_with_a_wrong_time_are_left_out_for_the_quote(
     assert WORDING["en"].withdrawn not in kept
     left_out = [r.getMessage() for r in caplog.records if "words left out" in r.getMessage()]
     assert len(left_out) == 1 and left_out[0].endswith("nothing it read gives: 16:55")
+
+
+async def test_words_left_out_inside_an_open_code_block_close_it_before_the_note(
+    settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    """Else the note, the quote and the sources would show as code where the streamed words
+    stay shown (the terminal)."""
+    build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
+    says = Says(backend, ["It leaves at 16:55:\n```\n", "ferry --at 16:55"])
+    engine = await start_engine(settings, says)  # type: ignore[arg-type]
+    async with ConciergeClient(settings, "test") as client:
+        done, events = await ask(client, "When does the last ferry leave Minato?")
+    await engine.stop()
+
+    last = [e.text for e in events if isinstance(e, TokenEvent)][-1]
+    assert last.startswith("\n```\n\n" + WORDING["en"].withdrawn)
+    assert done.text.startswith(WORDING["en"].withdrawn)

@@ -138,6 +138,8 @@ def test_a_short_word_is_met_only_as_a_word_of_its_own() -> None:
     assert met(needs["lock"], lockfile.text.lower())  # at a word's start
     assert not met(needs["lock"], "a block and a clock")  # not inside another word
     assert met(question_needs("Is there a pro plan?")[0], "the pros and cons")  # plural
+    log = question_needs("How do I log to a file?")[0]  # a short word's own endings
+    assert met(log, "the logging module") and met(log, "it logs") and not met(log, "a blog")
 
 
 def test_a_question_of_framing_words_only_is_not_covered() -> None:

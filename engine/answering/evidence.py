@@ -13,8 +13,9 @@ takes the line after it, the example being the answer. Documentation describes a
 an entry under its signature ("shutil.rmtree(path, ...)" then "Delete an entire directory
 tree"), so a quote from an entry starts with the entry's signature, or its name when the
 signature is long: the sentence alone does not say what it describes. And a question that calls
-a function by name (or names a setting: "fetch-timeout") is answered by that entry, when it
-holds a sentence meeting the question, not by another entry that mentions it in passing.
+a function by name (or names a setting: "fetch-timeout") is answered by that entry, not by
+another that mentions it in passing: by its sentence meeting the question, else by its opening
+("fetch-timeout の既定値は": none of the entry's sentences holds the question's words).
 """
 
 from __future__ import annotations
@@ -97,8 +98,9 @@ class _Scorer:
 def find_evidence(
     question: str, passages: Sequence[Passage], max_chars: int = MAX_QUOTE_CHARS
 ) -> Evidence | None:
-    """The one or two sentences of one passage that best match ``question``; None when no
-    sentence meets any of its required needs."""
+    """The one or two sentences of one passage that best match ``question``; the opening of
+    the entry it names when none of the entry's sentences meets it; None when no sentence
+    meets any of its required needs."""
     needs = question_needs(question)
     sentences = [s for rank, p in enumerate(passages) for s in _sentences(rank, p, needs)]
     score = _Scorer(needs, sentences, " ".join(dict.fromkeys(p.title for p in passages)))
@@ -245,8 +247,10 @@ def _with_entry_name(passage: Passage, quote: str) -> str:
     ``passage`` belongs to; as it is for a passage of an ordinary section."""
     name = passage.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()
     bare = name.removesuffix("()")
-    looks_like_code = any(mark in name for mark in "._(-") or (passage.anchor or "").startswith(
-        "term-"
+    looks_like_code = (
+        any(mark in name for mark in "._(")
+        or ("-" in name and name.islower())
+        or (passage.anchor or "").startswith("term-")
     )
     if not (bare and looks_like_code and bare.lower() in (passage.anchor or "").lower()):
         return quote

@@ -83,14 +83,17 @@ def named_terms(needs: Sequence[Need]) -> list[str]:
 def met(need: Need, text: str) -> bool:
     """Whether ``text`` (lowercased by the caller) holds one of the need's forms. A Latin
     form begins a word there ("lock" is in "lockfile", not in "block"), and one of three
-    letters or fewer is the whole word, or its plural: "pro" is not in "project", nor "bun"
-    in "bundle". A Japanese form is found anywhere: the script has no spaces."""
+    letters or fewer is the whole word, with its endings: "log" is in "logging", "pro" is not
+    in "project", nor "bun" in "bundle". A Japanese form is found anywhere: the script has no
+    spaces."""
     return any(_form_in(form, text) for form in need.forms)
 
 
 @functools.lru_cache(maxsize=4096)
 def _latin_form_re(form: str) -> re.Pattern[str]:
-    whole = r"(?:s|es)?(?![a-z0-9])" if len(form) <= WHOLE_WORD_CHARS else ""
+    # A short word's own endings, its last consonant doubled or not: "log" in "logging",
+    # "run" in "running", "set" in "settings"; not "pro" in "project".
+    whole = r"(?:[a-z]?(?:ing|ed|er)|e?s)?s?(?![a-z0-9])" if len(form) <= WHOLE_WORD_CHARS else ""
     return re.compile(rf"(?<![a-z0-9]){re.escape(form)}{whole}")
 
 
@@ -194,7 +197,9 @@ def code_names(question: str) -> list[str]:
 # A setting or an option a question names with its hyphens ("fetch-timeout", "--save-exact"):
 # a reference documents it in an entry of that name. Not a name the site must have: "one-line"
 # or "time-ordered" are English too.
-HYPHENATED_RE = re.compile(r"(?<![\w-])-{0,2}([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+)(?![\w-])")
+HYPHENATED_RE = re.compile(  # Japanese may touch it: "fetch-timeoutの既定値"
+    r"(?<![A-Za-z0-9_-])-{0,2}([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+)(?![A-Za-z0-9_-])"
+)
 
 
 def entry_names(question: str) -> list[str]:

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from engine.answering.evidence import entries_named
 from engine.answering.needs import Need, met, question_needs
 from engine.answering.wording import language_of
-from engine.knowledge.models import Passage
+from engine.knowledge.models import PATH_SEPARATOR, Passage
 
 WORDS_SHARE = 0.7
 MEANING_COSINE = 0.40
@@ -90,8 +90,9 @@ def on_site_passages(
     if not best.on_site and follow_up_of:
         best = best_article(follow_up_of, found, site_terms)
     entries = [found[rank] for rank in sorted(entries_named(question, found))]
-    if not best.on_site and entries:  # "fetch-timeout の既定値は" names npm's entry
-        best = BestArticle(entries[0].url, share=1.0)
+    if not best.on_site and (named := [e for e in entries if _heading_is_a_name(e)]):
+        entries = named  # "fetch-timeout の既定値は" names npm's entry
+        best = BestArticle(named[0].url, share=1.0)
     if not best.on_site:
         return []
     entries = [entry for entry in entries if entry.url == best.url]
@@ -124,7 +125,8 @@ def best_article(
     # page that only names requests. (An English question's words are all Latin: not these.)
     latin = [need for need in needs if need.forms[0].isascii()] if asked_in == "ja" else []
     latin_share = share_met(latin, text, site_terms) if latin else 1.0
-    return BestArticle(nearest.url, share, nearest.similarity, across, latin_share)
+    cosine = max(passage.similarity for passage in passages)  # the tie's winner may be a hair less
+    return BestArticle(nearest.url, share, cosine, across, latin_share)
 
 
 def _nearest(passages: Sequence[Passage]) -> Passage:
@@ -151,6 +153,13 @@ def share_met(needs: Sequence[Need], text: str, site_terms: Set[str] = frozenset
 
 def _lacks_site_term(need: Need, lowered: str, site_terms: Set[str]) -> bool:
     return need.named and not met(need, lowered) and any(f in site_terms for f in need.forms)
+
+
+def _heading_is_a_name(entry: Passage) -> bool:
+    """Whether the entry's heading is a name as code writes it ("fetch-timeout",
+    "json.dumps()"), not words ("Check-in"): only a name alone puts a question on the site."""
+    name = entry.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()
+    return name == name.lower() and any(mark in name for mark in "-._(")
 
 
 def _cosine(url: str, passages: Sequence[Passage]) -> float:

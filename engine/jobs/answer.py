@@ -12,7 +12,7 @@ from broker.protocol import Done, Request
 from config.settings import Settings
 from config.spaces import Spaces
 from config.texts import Locale
-from engine.answering.closing import closing
+from engine.answering.closing import closed_fence, closing
 from engine.answering.numbers import unbacked_numbers
 from engine.answering.pipeline import AnswerPlanner, Plan
 from engine.backends.base import (
@@ -105,8 +105,8 @@ class AnswerJob:
             return
         await relay.close()
         if generation.finished_naturally:  # why it was cut, if it was; the quote and source
-            answer = generation.answer
-            generation.withdrawn = _gives_unread_number(answer, plan, request)
+            streamed = generation.answer
+            generation.withdrawn = _gives_unread_number(generation, plan, request.session_id)
             generation.appendix = closing(
                 plan,
                 generation.finish_reason,
@@ -114,8 +114,8 @@ class AnswerJob:
                 answer=generation.answer,
                 withdrawn=generation.withdrawn,
             )
-            if generation.appendix:  # after the words streamed, withdrawn or not
-                apart = "\n\n" if answer and not generation.answer else ""
+            if generation.appendix:  # after the words streamed, withdrawn or not: apart
+                apart = closed_fence(streamed) + "\n\n" if generation.withdrawn else ""
                 await replies.tokens(apart + generation.appendix, count=0)
         cancel_received_at = self.cancelled.received_at(generation.session_id)
         end = ending_event(
@@ -179,17 +179,17 @@ class AnswerJob:
                 return
 
 
-def _gives_unread_number(answer: str, plan: Plan, request: Request) -> bool:
-    """Whether the model's words give a number that nothing it read gives, when the site's
-    quote can stand in for them (engine/answering/numbers.py)."""
-    if plan.evidence is None or not answer:
+def _gives_unread_number(generation: Generation, plan: Plan, session_id: str) -> bool:
+    """Whether the model's words give a number that nothing it read gives (the question, the
+    conversation's turns it was given, the passages), when the site's quote can stand in for
+    them (engine/answering/numbers.py)."""
+    if plan.evidence is None or not generation.answer:
         return False
-    read = [request.question, plan.evidence.quote]
-    read += [turn.text for turn in request.history if turn.role == "user"]
-    read += [f"{passage.heading}\n{passage.text}" for passage in plan.passages]
-    if unread := unbacked_numbers(answer, read):
+    read = [turn.content for turn in plan.messages]  # the system text, turns, passages, question
+    cut = generation.finish_reason == "length"
+    if unread := unbacked_numbers(generation.answer, read, cut=cut):
         log.info("session %s: the model's words left out, numbers nothing it read gives: %s",
-                 request.session_id, ", ".join(unread))  # fmt: skip
+                 session_id, ", ".join(unread))  # fmt: skip
         return True
     return False
 

@@ -50,7 +50,7 @@ HEADING_LABELS = re.compile(r"version|badge", re.IGNORECASE)
 MIN_CONTENTS_LINKS = 3  # a list of only this many links to the page's own sections, or more
 # The heading of a list of links to other pages that is navigation, not the page's content
 # (a list of links under another heading may be: "Wing IDE, Komodo IDE, PyCharm").
-SEE_ALSO_RE = re.compile(r"see also|related(?: pages| topics)?|popular pages", re.IGNORECASE)
+SEE_ALSO_RE = re.compile(r"(?:see also|related(?: pages| topics)?|popular pages):?", re.I)
 HEADING_TAGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 BLOCK_TAGS = frozenset(
     "p div section article li ul ol dl dt dd pre blockquote table thead tbody tr caption "
