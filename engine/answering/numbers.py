@@ -3,8 +3,8 @@
 Tried on npm's documentation, "What is the default value of fetch-timeout?" was answered "The
 default value of fetch-timeout is 30000." above the quote "fetch-timeout — Default: 300000 (5
 minutes)"; on Python's, "The default level of the logging module is 50." (WARNING is 30). A
-reader trusts a number. So when the model's words give one that neither the question, the
-asker's earlier questions nor the passages it answered from hold, the engine leaves its words
+reader trusts a number. So when the model's words give one that nothing it was given holds
+(the system text, the conversation's turns, the passages, the question), the engine leaves its words
 out and the answer is the site's quote and sources alone (``engine.jobs.answer``): the asker
 saw the words stream, and the terminal event's text, which replaces them, has the quote.
 
