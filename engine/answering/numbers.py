@@ -2,11 +2,12 @@
 
 Tried on npm's documentation, "What is the default value of fetch-timeout?" was answered "The
 default value of fetch-timeout is 30000." above the quote "fetch-timeout — Default: 300000 (5
-minutes)"; on Python's, "The default level of the logging module is 50." (WARNING is 30). A
+minutes)"; on the test site, "You can return an item within 30 days. The answer is: 1". A
 reader trusts a number. So when the model's words give one that nothing it was given holds
-(the system text, the conversation's turns, the passages, the question), the engine leaves its words
-out and the answer is the site's quote and sources alone (``engine.jobs.answer``): the asker
-saw the words stream, and the terminal event's text, which replaces them, has the quote.
+(the system text, the conversation's turns, the passages, the question), the engine leaves
+its words out and the answer is the site's quote and sources alone (``engine.jobs.answer``):
+the asker saw the words stream, and the terminal event's text, which replaces them, has the
+quote.
 
 Not counted: a list's numbering ("1. Install it", "Step 2:"), numbers in code (an example's
 ``range(10)`` is the model's illustration, not a fact of the site), addresses, and, in an
