@@ -45,6 +45,7 @@ def test_another_generators_page_loses_its_version_label_and_table_of_contents()
 
     assert found.title == "npm-install"
     assert found.sections[0].text == "Install a package"
+    assert found.sections[0].anchor is None  # the page itself, not "#----npm-install----11191"
     assert "Table of contents" not in found.text
     by_anchor = {section.anchor: section for section in found.sections}
     assert by_anchor["synopsis"].heading == "npm-install \u203a Synopsis"

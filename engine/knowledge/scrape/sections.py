@@ -232,7 +232,9 @@ class _Splitter:
         self._close_section()
         self.path = [(lvl, words) for lvl, words in self.path if lvl < level] + [(level, text)]
         self.entries = []
-        self.anchor = self.heading_anchor = _anchor_of(element)
+        # The page's own title needs no anchor: its link is the page's ("#----npm-get----11191",
+        # npm's id for "npm-get @11.19.1", pointed nowhere a reader needs).
+        self.anchor = self.heading_anchor = _anchor_of(element) if level > 1 else None
 
     def _entry(self, term: _Element) -> None:
         """An API entry or a glossary term (``<dt id=...>``): a section of its own, named by
