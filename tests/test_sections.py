@@ -65,8 +65,9 @@ def test_a_list_of_links_with_words_of_its_own_is_content_not_a_table_of_content
 
     assert found is not None
     assert found.text == "a reads a file\nb writes one\nc deletes it"
-    see_also = b"""<html><body><main><h1>Tools</h1><p>Tools read and write files.</p><h2>See Also:</h2>
-    <ul><li><a href="a.html">a</a></li><li><a href="b.html">b</a></li></ul></main></body></html>"""
+    see_also = b"""<html><body><main><h1>Tools</h1><p>Tools read and write files.</p>
+    <h2>See Also:</h2><ul><li><a href="a.html">a</a></li><li><a href="b.html">b</a></li></ul>
+    </main></body></html>"""
     page = page_sections(see_also)
     assert page is not None and page.text == "Tools read and write files."
 
