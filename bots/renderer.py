@@ -240,6 +240,10 @@ class Renderer:
                     break
             else:
                 self.apply(item)
+                while (
+                    self.status not in FINAL_STATUSES and (more := session.ready_item()) is not None
+                ):
+                    self.apply(more)  # all that has arrived, before the next edit
                 last_event_at = self.clock()
             if self._dirty and self.clock() >= self._next_edit_at():
                 await self._publish()

@@ -101,6 +101,16 @@ class Session:
         self.taken = self.taken or not isinstance(item, StopRequested | Detached)
         return item
 
+    def ready_item(self) -> SessionItem | None:
+        """The next event if it has already arrived, else None: without waiting. A renderer
+        folds in all that has arrived before an edit, so the edit shows the newest state (a
+        stop confirmed while its last edit was held, behind the tokens that came meanwhile)."""
+        if self.items.empty():
+            return None
+        item = self.items.get_nowait()
+        self.taken = self.taken or not isinstance(item, StopRequested | Detached)
+        return item
+
     def _expires_in_s(self) -> float:
         """Until the local expiry; infinite once an engine has the request (or it is unknown)."""
         if self.taken or self.request is None:

@@ -157,7 +157,7 @@ class HeldSink(RecordingSink):
 async def test_a_stop_confirmed_while_an_edit_is_held_ends_in_one_edit_saying_stopped() -> None:
     """On every platform: a stop and its confirmation that come while an edit is in flight
     make one more edit, "stopped", not "stopping…" then "stopped"."""
-    sink, session = HeldSink(held=2), new_session()
+    sink, session = HeldSink(held=1), new_session()  # the first edit: "started" and a token
     renderer = Renderer(sink, max_chars=100, edit_interval_s=0)  # every event shown at once
     session.items.put_nowait(Started(session_id=SESSION_ID, seq=0, waited_s=0))
     session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=1, text="Once upon"))
@@ -170,6 +170,25 @@ async def test_a_stop_confirmed_while_an_edit_is_held_ends_in_one_edit_saying_st
     assert await following is Status.STOPPED
     assert sink.footers[sink.held :] == [STOPPED]
     assert sink.text() == "Once upon"
+
+
+async def test_tokens_that_came_while_an_edit_was_held_do_not_delay_the_stop_it_confirms() -> None:
+    """Seen in a CI run: tokens arrived behind the held edit, then the stop and its
+    confirmation; the slot was due when the edit returned, and the first token alone made an
+    "answering…" edit before the stop was read. All that has arrived is read first."""
+    sink, session = HeldSink(held=1), new_session()
+    renderer = Renderer(sink, max_chars=100, edit_interval_s=0)
+    session.items.put_nowait(Started(session_id=SESSION_ID, seq=0, waited_s=0))
+    session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=1, text="Once"))
+    following = asyncio.create_task(renderer.run(session))
+    await asyncio.wait_for(sink.holding.wait(), 10)
+    session.items.put_nowait(TokenEvent(session_id=SESSION_ID, seq=2, text=" upon"))
+    session.items.put_nowait(StopRequested("u"))
+    session.items.put_nowait(Cancelled(session_id=SESSION_ID, seq=3, text="Once upon", tokens=2))
+    sink.released.set()
+
+    assert await following is Status.STOPPED
+    assert sink.footers[sink.held :] == [STOPPED]
 
 
 async def test_at_discords_pace_streaming_leaves_one_edit_of_its_window_for_the_end() -> None:
