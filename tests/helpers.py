@@ -22,6 +22,7 @@ from broker.protocol import (
     decode_event,
     decode_request,
 )
+from engine.answering.wording import WORDING
 
 
 async def collect(session: Session, timeout_s: float = 60.0) -> list[ReplyEvent]:
@@ -53,6 +54,15 @@ async def wait_for_tokens(
 
 def token_text(events: list[ReplyEvent]) -> str:
     return "".join(event.text for event in events if isinstance(event, TokenEvent))
+
+
+def streamed_is_final(events: list[ReplyEvent], final: str) -> bool:
+    """Whether the tokens streamed are the final text, or the model's words and then, after a
+    blank line, the final text that leaves them out (a number not on the site:
+    engine/answering/numbers.py)."""
+    streamed = token_text(events)
+    withdrawn = any(final.startswith(w.withdrawn) for w in WORDING.values())
+    return streamed == final or (withdrawn and streamed.endswith("\n\n" + final))
 
 
 class WireTap:

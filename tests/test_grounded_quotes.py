@@ -26,7 +26,7 @@ from tests.grounded_fixture import (
     site_articles,
     site_client,  # noqa: F401  # the fixture
 )
-from tests.helpers import collect, token_text
+from tests.helpers import collect, streamed_is_final
 
 SOURCES_RE = re.compile(r"\nSources:\n((?:- [^\n]*\n?)+)$")
 MARKDOWN_RE = re.compile(r"(?<!\w)[_*]\S|\S[_*](?!\w)|`")  # _emphasis_, **bold**, `code`
@@ -51,7 +51,7 @@ async def test_a_covered_question_quotes_its_article_and_cites_only_it(
     quote = re.search(r"From the site: \u201c(.+)\u201d\nSources:", done.text)
     assert quote is not None and "16:50" in quote[1]  # the article's own words
     assert done.tokens > 0 and done.finish_reason == "stop"  # the model answered first
-    assert token_text(events) == done.text  # the quote was streamed too
+    assert streamed_is_final(events, done.text)  # the quote was streamed too
 
 
 @pytest.mark.parametrize(

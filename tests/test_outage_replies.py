@@ -38,7 +38,7 @@ from engine.outbox import MERGED_MAX_CHARS, Outbox
 from engine.replies import Replies
 from tests.cluster_fixture import Cluster
 from tests.conftest import LONG_QUESTION, start_engine
-from tests.helpers import collect, token_text
+from tests.helpers import collect, streamed_is_final
 from tests.test_cluster import cleaned, on_nodes, reconnected
 
 WAIT_S = 60.0  # a leader election after a node goes takes a few seconds on busy cores
@@ -193,7 +193,7 @@ def _check_whole(session_id: str, events: list[ReplyEvent], seen: Seen) -> None:
     assert isinstance(done, Done), done
     seqs = [event.seq for event in events]
     assert seqs == list(range(done.seq + 1))  # each once, in order, none missing
-    assert token_text(events) == done.text  # the whole answer, each token once
+    assert streamed_is_final(events, done.text)  # the whole answer, each token once
     assert sum(event.tokens for event in events if isinstance(event, TokenEvent)) > TOKENS_BEFORE
     # An event whose confirmation was lost with the connection is published again: the queue
     # may then hold it twice, and the asker's session drops the second (its seq came already).
