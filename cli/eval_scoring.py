@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from broker.protocol import MAX_HISTORY_TURNS
 from cli.eval_site import SiteRule
 from config.errors import EXIT_USAGE, ConciergeError
+from engine.answering.numbers import NUMBER_RE, number_key
 from engine.answering.wording import WORDING
 from engine.generation.repetition import RepetitionDetector
 
@@ -57,7 +58,6 @@ EVIDENCE_MARKERS = tuple(wording.evidence.split("{quote}")[0] for wording in WOR
 WITHDRAWN_MARKERS = tuple(wording.withdrawn for wording in WORDING.values())
 # Text split roughly as a tokenizer would (a Latin word with its space, a digit, any other
 # character: a kana or a kanji), for noticing repetition when the engine does not report it.
-NUMBER_RE = re.compile(r"\d+(?:[,.:]\d+)*")  # 16:50, 1,200, 3.5, 12
 APPROXIMATE_TOKEN_RE = re.compile(r"\s*[A-Za-z\u00c0-\u024f]+|\s*\d|\s*\S|\s+")
 
 
@@ -271,14 +271,9 @@ def unquoted_numbers(case: Case, answer: str) -> list[str]:
     the sections pointed to after "not on the site") claims nothing."""
     start = _quote_start(answer)
     given = " ".join((answer[start:], case.question, *case.before))
-    seen = {_number(n) for n in NUMBER_RE.findall(given)}
-    found = [_number(n) for n in NUMBER_RE.findall(ADDRESS_RE.sub("", answer[:start]))]
+    seen = {number_key(n) for n in NUMBER_RE.findall(given)}
+    found = [number_key(n) for n in NUMBER_RE.findall(ADDRESS_RE.sub("", answer[:start]))]
     return list(dict.fromkeys(n for n in found if n not in seen))
-
-
-def _number(text: str) -> str:
-    """ "1,200" and "1200" alike, "07:10" and "7:10" alike."""
-    return text.replace(",", "").lstrip("0") or "0"
 
 
 def _own_words_right(case: Case, reply: Reply, answer: str) -> bool | None:

@@ -12,7 +12,7 @@ from engine.knowledge.models import Passage
 from engine.knowledge.scrape.sections import page_sections
 
 SITE = Path(__file__).resolve().parent.parent / "eval" / "realdocs" / "site"
-NPM_PAGE = Path(__file__).resolve().parent / "pages" / "npm" / "npm-install.html"
+NPM_PAGE = Path(__file__).resolve().parent.parent / "eval/npmdocs/site/commands/npm-install.html"
 
 
 def section_passage(path: str, heading_ends: str) -> Passage:

@@ -17,7 +17,7 @@ from engine.knowledge.scrape.sections import page_sections
 from engine.knowledge.store import KnowledgeBase
 
 SITE = Path(__file__).resolve().parent.parent / "eval" / "realdocs" / "site"
-NPM_PAGE = Path(__file__).resolve().parent / "pages" / "npm" / "npm-install.html"
+NPM_PAGE = Path(__file__).resolve().parent.parent / "eval/npmdocs/site/commands/npm-install.html"
 CHROME = ("Table of Contents", "Previous topic", "Next topic", "Show Source", "Report a Bug",
           "3.11.2 Documentation", "Navigation", "¶", "Please donate")  # fmt: skip
 

@@ -41,17 +41,17 @@ def unbacked_numbers(answer: str, read: Iterable[str], *, cut: bool = False) -> 
         for found in NUMBER_RE.findall(unicodedata.normalize("NFKC", text))
         for form in _forms(found)
     }
-    said = dict.fromkeys(_number(found) for found in NUMBER_RE.findall(prose))
+    said = dict.fromkeys(number_key(found) for found in NUMBER_RE.findall(prose))
     return [number for number in said if number not in given]
 
 
 def _forms(text: str) -> list[str]:
     """The number and the dotted prefixes a reader also reads in it: "3.11.2", "3.11", "3"."""
     parts = text.split(".")
-    return [_number(".".join(parts[:end])) for end in range(len(parts), 0, -1)]
+    return [number_key(".".join(parts[:end])) for end in range(len(parts), 0, -1)]
 
 
-def _number(text: str) -> str:
+def number_key(text: str) -> str:
     """ "1,200" and "1200" alike, "07:10" and "7:10", "1.50" and "1.5"."""
     number = text.replace(",", "")
     if ":" in number:

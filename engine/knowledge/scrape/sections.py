@@ -128,7 +128,7 @@ def _drop_chrome(main: _Element) -> None:
         and element is not main
         and (
             element.tag in DROPPED_TAGS
-            or _is_chrome_name(element.get("class", "") + " " + element.get("id", ""))
+            or _names_match(element, DROPPED_NAMES)
             or element.get("role") in ("navigation", "search", "banner", "contentinfo")
             or element.get("aria-hidden") == "true"
             or element.get("hidden") is not None
@@ -146,11 +146,8 @@ def _drop_chrome(main: _Element) -> None:
             element.drop_tree()  # keeps the element's tail text
 
 
-def _is_chrome_name(names: str) -> bool:
-    return any(DROPPED_NAMES.fullmatch(name) for name in names.split())
-
-
 def _names_match(element: _Element, pattern: re.Pattern[str]) -> bool:
+    """Whether one of the element's class or id words is, whole, one ``pattern`` matches."""
     names = f"{element.get('class', '')} {element.get('id', '')}"
     return any(pattern.fullmatch(name) for name in names.split())
 
