@@ -13,14 +13,19 @@ from engine.knowledge.scrape.sections import page_sections
 
 SITE = Path(__file__).resolve().parent.parent / "eval" / "realdocs" / "site"
 NPM_PAGE = Path(__file__).resolve().parent.parent / "eval/npmdocs/site/commands/npm-install.html"
+VALGRIND_PAGE = Path(__file__).resolve().parent.parent / "eval/valgrinddocs/site/manual-core.html"
 
 
 def section_passage(path: str, heading_ends: str) -> Passage:
     """The section of a real page whose heading path ends with ``heading_ends``."""
-    page = page_sections((SITE / path).read_bytes())
+    return section_passage_of(SITE / path, heading_ends)
+
+
+def section_passage_of(file: Path, heading_ends: str) -> Passage:
+    page = page_sections(file.read_bytes())
     assert page is not None
     section = next(s for s in page.sections if s.heading.endswith(heading_ends))
-    url = f"http://docs.example/{path}"
+    url = f"http://docs.example/{file.name}"
     return Passage(page.title, url, section.text, heading=section.heading, anchor=section.anchor)
 
 
@@ -141,3 +146,32 @@ def test_a_japanese_question_naming_a_setting_is_answered_from_its_entry() -> No
     words = [Passage("Onsen", "http://x/o", "Check-in from 15:00.", heading=heading,
                      anchor="check-in", similarity=0.2)]  # fmt: skip
     assert on_site_passages("Can I check-in at the Hilton airport hotel?", words) == []
+
+
+def test_an_option_named_in_a_question_is_quoted_from_its_entry_with_its_default() -> None:
+    """Valgrind's options: "--num-callers=<number> [default: 12]" heads the entry, and the
+    quote had been "by --num-callers be" (a line of another option's text)."""
+    page = page_sections(VALGRIND_PAGE.read_bytes())
+    assert page is not None
+    url = "http://docs.example/manual-core.html"
+    by_anchor = {s.anchor: s for s in page.sections}
+    passages = [
+        Passage(page.title, url, s.text, heading=s.heading, anchor=s.anchor)
+        for s in (by_anchor[name] for name in ("opt.unw-stack-scan-thresh", "opt.num-callers"))
+    ]
+
+    asked = ("What is the default value of --num-callers?", "--num-callers の既定値は\uff1f")
+    for question in asked:
+        evidence = find_evidence(question, on_site_passages(question, passages))
+
+        assert evidence is not None and evidence.url == url
+        assert evidence.quote.startswith("--num-callers=<number> [default: 12]"), question
+
+
+def test_an_abbreviation_does_not_end_the_quoted_sentence() -> None:
+    quick = section_passage_of(VALGRIND_PAGE.parent / "quick-start.html", "Memcheck")
+
+    evidence = find_evidence("How much slower does my program run under Memcheck?", [quick])
+
+    assert evidence is not None
+    assert "(eg. 20 to 30 times) than normal" in evidence.quote

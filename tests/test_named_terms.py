@@ -12,7 +12,7 @@ import pytest
 from broker.protocol import make_request
 from config.settings import Settings
 from engine.answering.english import is_common_word
-from engine.answering.needs import code_names, named_terms, question_needs
+from engine.answering.needs import acronyms, code_names, named_terms, question_needs
 from engine.answering.on_site import best_article
 from engine.answering.pipeline import AnswerPlanner
 from engine.knowledge.models import PATH_SEPARATOR, Passage
@@ -182,3 +182,27 @@ def test_a_dotted_name_is_a_name_without_its_parentheses_too(planner: AnswerPlan
         plan_for(planner, "How do I create a temporary directory with tempfile.mkdtemp?")[0]
         == "model"
     )
+
+
+def test_a_long_option_the_site_never_mentions_is_not_on_it(planner: AnswerPlanner) -> None:
+    """A tool's manual documents every option it has: "--leak-check-depth" met Memcheck's page
+    in every other word and was answered (Valgrind's manual, eval/valgrinddocs)."""
+    assert code_names("What does the --leak-check-depth option do?") == ["--leak-check-depth"]
+    assert code_names("--num-callers の既定値は\uff1f") == ["--num-callers"]
+    assert code_names("Is a--b or -v an option?") == []
+    assert plan_for(planner, "What does json.tool's --sort-keys option do?")[0] == "model"
+    assert plan_for(planner, "What does json.tool's --sort-order option do?") == (
+        "not_on_site",
+        (),
+    )
+
+
+def test_a_name_in_capitals_the_site_never_mentions_is_not_on_it(planner: AnswerPlanner) -> None:
+    """ "CUDA" is a technology, not a typo: a page that meets every other word of the question
+    does not answer about it. A question shouted in capitals names nothing."""
+    question = "Which function parses a JSON file into a Python dict?"
+    assert acronyms(question) == ["json"]
+    assert plan_for(planner, question)[0] == "model"
+    assert plan_for(planner, question.replace("file", "CUDA file")) == ("not_on_site", ())
+    assert acronyms(question.upper()) == []
+    assert acronyms("Is 2024 or X11 a name?") == ["x11"]

@@ -18,6 +18,7 @@ from engine.knowledge.store import KnowledgeBase
 
 SITE = Path(__file__).resolve().parent.parent / "eval" / "realdocs" / "site"
 NPM_PAGE = Path(__file__).resolve().parent.parent / "eval/npmdocs/site/commands/npm-install.html"
+VALGRIND = Path(__file__).resolve().parent.parent / "eval/valgrinddocs/site"
 CHROME = ("Table of Contents", "Previous topic", "Next topic", "Show Source", "Report a Bug",
           "3.11.2 Documentation", "Navigation", "¶", "Please donate")  # fmt: skip
 
@@ -54,6 +55,25 @@ def test_another_generators_page_loses_its_version_label_and_table_of_contents()
     # Its "See Also" is a list of other commands' links: their names outranked the pages
     # that document them.
     assert "see-also" not in by_anchor
+
+
+def test_a_docbook_page_is_read_as_sections_with_its_options_as_entries() -> None:
+    """Valgrind's manual (DocBook's HTML): no <main>, a navigation table around the chapter,
+    options as ``<dt><a name="opt.num-callers">``. It went to the general extractor, which
+    kept the page as one text broken at its source's line ends ("by --num-callers be")."""
+    url = "http://docs.example/manual-core.html"
+    found = extract_article((VALGRIND / "manual-core.html").read_bytes(), url)
+
+    assert found.title == "2. Using and understanding the Valgrind core"
+    assert "Table of Contents" not in found.text
+    assert not {"Prev", "Next", "Up", "Home", "Valgrind User Manual"} & set(found.text.splitlines())
+    by_anchor = {section.anchor: section for section in found.sections}
+    assert by_anchor["manual-core.whatdoes"].heading.endswith(
+        "\u203a 2.1. What Valgrind does with your program"
+    )
+    callers = by_anchor["opt.num-callers"]
+    assert callers.heading.endswith("\u203a --num-callers")
+    assert callers.text.startswith("--num-callers=<number> [default: 12]")
 
 
 def test_a_list_of_links_with_words_of_its_own_is_content_not_a_table_of_contents() -> None:

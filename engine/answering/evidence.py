@@ -252,7 +252,9 @@ def _with_entry_name(passage: Passage, quote: str) -> str:
         or ("-" in name and name.islower())
         or (passage.anchor or "").startswith("term-")
     )
-    if not (bare and looks_like_code and bare.lower() in (passage.anchor or "").lower()):
+    # An option's anchor holds its name without the dashes ("--num-callers", "opt.num-callers")
+    named_by_anchor = bare.lstrip("-").lower() in (passage.anchor or "").lower()
+    if not (bare and looks_like_code and named_by_anchor):
         return quote
     signature = passage.text.split("\n", 1)[0].strip()
     if signature.startswith(bare) and len(signature) <= MAX_SIGNATURE_CHARS:

@@ -151,14 +151,15 @@ def _covers(run: str, term: str, index: int) -> bool:
     return 0 <= start <= index < start + len(term)
 
 
-# Functions a question calls by name ("itertools.batched()", "Path.walk()", "backup()") and
-# file types it names (".xlsx"): documentation that never mentions one does not answer about
-# it. Names without parentheses are left alone: "out.txt" or "--output" in a question are
-# usually the asker's own examples.
+# Functions a question calls by name ("itertools.batched()", "Path.walk()", "backup()"), file
+# types (".xlsx") and long options ("--leak-check-depth") it names: documentation that never
+# mentions one does not answer about it (a tool's manual documents every option it has).
+# Names without parentheses are left alone: "out.txt" in a question is usually the asker's own.
 CODE_NAME_RE = re.compile(
     r"(?<![\w.-])(?:"
     r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\(\)"  # a call, maybe dotted
     r"|(\.[A-Za-z][A-Za-z0-9]{1,5})(?=[\s,;:?!)]|$)"  # a file type on its own
+    r"|(--[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)(?![\w-])"  # a long option
     r")"
 )
 # A dotted name without the call's parentheses ("requests.get", "http.server"): each part two
@@ -182,9 +183,9 @@ VERSION_RE = re.compile(
 
 
 def code_names(question: str) -> list[str]:
-    """The functions, file types and versions ``question`` names, lowercase, without
-    parentheses."""
-    names = [m.group(1) or m.group(2) for m in CODE_NAME_RE.finditer(question)]
+    """The functions, file types, long options and versions ``question`` names, lowercase,
+    without parentheses."""
+    names = [m.group(1) or m.group(2) or m.group(3) for m in CODE_NAME_RE.finditer(question)]
     names += [
         m.group(1)
         for m in DOTTED_NAME_RE.finditer(question)
@@ -216,3 +217,18 @@ def hyphenated_names(question: str) -> list[str]:
 def version_names(question: str) -> list[str]:
     """The versions ``question`` names: "3.12" of "Python 3.12", "version 7" as it is."""
     return [(m.group(1) or m.group(2)).lower() for m in VERSION_RE.finditer(question)]
+
+
+# A name written in capitals ("CUDA", "GPU", "TLS"): a technology or a product, not a typo of a
+# word the site has, so documentation that never mentions it does not answer about it ("How do
+# I check CUDA GPU memory leaks with Memcheck?" meets Memcheck's page in every other word).
+ACRONYM_RE = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]{2,7})(?![\w-])")
+
+
+def acronyms(question: str) -> list[str]:
+    """The names ``question`` writes in capitals, three letters or more, lowercase; none in a
+    question written all in capitals (shouted, not named)."""
+    if question.upper() == question:
+        return []
+    found = (m.group(1) for m in ACRONYM_RE.finditer(question))
+    return list(dict.fromkeys(name.lower() for name in found if not name.isdigit()))

@@ -44,7 +44,7 @@ from engine.answering.history import (
     as_messages,
     search_text,
 )
-from engine.answering.needs import code_names, named_terms, question_needs
+from engine.answering.needs import acronyms, code_names, named_terms, question_needs
 from engine.answering.on_site import on_site_passages
 from engine.answering.passages import format_nearest
 from engine.answering.prompt import PromptBuilder
@@ -120,6 +120,7 @@ class AnswerPlanner:
                         history=fitted)  # fmt: skip
         names = code_names(asked)  # 4: "itertools.batched()" must be on the site,
         unknown = sorted(set(names) - self.kb.mentions(names, whole=True))
+        unknown += sorted(set(acronyms(asked)) - self.kb.mentions(acronyms(asked)))  # "CUDA"
         site_terms = self.kb.mentions(named_terms(question_needs(searched)))  # "YAML" on it
         passages = on_site_passages(
             asked,

@@ -31,6 +31,12 @@ MAIN_XPATHS = (
     "//article",
     "//*[contains(concat(' ', normalize-space(@class), ' '), ' body ')][.//h1]",
     "//*[@id='content' or @id='main-content' or @id='main']",
+    # DocBook's HTML (Valgrind's manual, the GNU manuals made with it): no <main>, the page's
+    # division under a navigation table.
+    *(
+        f"//div[contains(concat(' ', normalize-space(@class), ' '), ' {division} ')]"
+        for division in ("book", "part", "chapter", "appendix", "preface", "article", "sect1")
+    ),
 )
 # Chrome that themes put inside the main container too.
 DROPPED_TAGS = frozenset(
@@ -61,6 +67,7 @@ PERMALINK_MARKS = "¶#🔗§"  # the characters themes append to a heading as it
 MIN_MAIN_CHARS = 20  # less is a stub: the general extractor reads the page instead
 ENTRY_NAME_CHARS = 80  # an entry with no parameters named by a long phrase: its start
 SPACES_RE = re.compile(r"\s+")
+OPTION_RE = re.compile(r"--?[A-Za-z][\w-]*")  # a command-line option, as an entry's name
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +202,7 @@ class _Splitter:
         tag = element.tag if isinstance(element.tag, str) else ""
         if tag in HEADING_TAGS:
             self._heading(element, HEADING_TAGS[tag])
-        elif tag == "dt" and element.get("id"):
+        elif tag == "dt" and _entry_id(element):
             self._entry(element)
         elif tag == "pre":
             self._break()
@@ -234,14 +241,15 @@ class _Splitter:
         self.anchor = self.heading_anchor = _anchor_of(element) if level > 1 else None
 
     def _entry(self, term: _Element) -> None:
-        """An API entry or a glossary term (``<dt id=...>``): a section of its own, named by
-        its first words under the headings above it, until its list ends."""
+        """An API entry, a glossary term or an option (``<dt id=...>``, or DocBook's ``<dt><a
+        name=...>``): a section of its own, named by
+            its first words under the headings above it, until its list ends."""
         self._close_section()
         name = _entry_name(heading_text(term))
         dl = term.getparent()
         self.entries = [entry for entry in self.entries if entry[0] is not dl]
-        self.entries.append((dl, name, str(term.get("id"))))
-        self.anchor = str(term.get("id"))
+        self.entries.append((dl, name, _entry_id(term)))
+        self.anchor = _entry_id(term)
         self.line.append(heading_text(term))
         self._break()
 
@@ -276,8 +284,22 @@ def _anchor_of(heading: _Element) -> str | None:
     return None
 
 
+def _entry_id(term: _Element) -> str:
+    """The id a link to a ``<dt>`` entry takes: its own, or that of an anchor (a named ``<a>``
+    that links nowhere) it begins with; "" for a term no link can point to."""
+    if term.get("id"):
+        return str(term.get("id"))
+    first = next(iter(term), None)
+    if first is not None and first.tag == "a" and first.get("href") is None:
+        return str(first.get("id") or first.get("name") or "")
+    return ""
+
+
 def _entry_name(signature: str) -> str:
-    """ "json.dumps(obj, *, skipkeys=False, ...)" -> "json.dumps()": the name, not the list."""
+    """ "json.dumps(obj, *, skipkeys=False, ...)" -> "json.dumps()": the name, not the list;
+    "--num-callers=<number> [default: 12]" -> "--num-callers": the option, not its value."""
+    if option := OPTION_RE.match(signature):
+        return option.group()
     name = signature.split("(", 1)[0].strip() + ("()" if "(" in signature else "")
     return name[:ENTRY_NAME_CHARS]
 
