@@ -164,6 +164,13 @@ def test_a_version_the_site_never_mentions_is_not_on_it(planner: AnswerPlanner) 
     assert plan_for(planner, "How do I log with logging version 9?") == ("not_on_site", ())
     assert code_names("Why does round(2.5) give 2?") == []  # a number, not a release
     assert code_names("Is UUID Version 7 in Python 3.11.4?") == ["version 7", "3.11.4"]
+    # A product's release: "Windows 11" met Valgrind's FreeBSD README by its "11".
+    assert code_names("How do I install it on Windows 11 or Ubuntu 22.04?") == [
+        "windows 11",
+        "ubuntu 22.04",
+    ]
+    assert code_names("Does the ferry leave from Pier 3?") == []
+    assert plan_for(planner, "How do I log with logging on Windows 11?") == ("not_on_site", ())
 
 
 def test_a_dotted_name_is_a_name_without_its_parentheses_too(planner: AnswerPlanner) -> None:

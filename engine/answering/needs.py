@@ -214,9 +214,17 @@ def hyphenated_names(question: str) -> list[str]:
     return list(dict.fromkeys(m.group(1).lower() for m in HYPHENATED_RE.finditer(question)))
 
 
+# A product's release, named after the question's first word ("on Windows 11", "Ubuntu 22.04"):
+# a capitalised name and a number of two digits or a dotted one ("Pier 3" is a place).
+RELEASE_RE = re.compile(r"(?<=\S )([A-Z][A-Za-z]+ (?:\d{2,}|\d+\.\d+)(?:\.\d+)*)(?![\w.])")
+
+
 def version_names(question: str) -> list[str]:
-    """The versions ``question`` names: "3.12" of "Python 3.12", "version 7" as it is."""
-    return [(m.group(1) or m.group(2)).lower() for m in VERSION_RE.finditer(question)]
+    """The versions ``question`` names: "3.12" of "Python 3.12", "version 7" as it is, and a
+    product's release ("windows 11")."""
+    names = [(m.group(1) or m.group(2)).lower() for m in VERSION_RE.finditer(question)]
+    releases = (m.group(1).lower() for m in RELEASE_RE.finditer(question))
+    return names + [name for name in releases if not name.startswith("python ")]
 
 
 # A name written in capitals ("CUDA", "GPU", "TLS"): a technology or a product, not a typo of a
