@@ -100,6 +100,10 @@ class Settings(BaseSettings):
     model_path: Path | None = None
     context_size: int = Field(2048, ge=256)
     threads: int | None = Field(None, ge=1)
+    # llama.cpp's flash attention: a prompt is read about a fifth faster and a follow-up's
+    # longer context costs less; a token written over a long context a little slower
+    # (docs/benchmarks.md, "Flash attention").
+    flash_attention: bool = True
     # Decoding: the defaults suit SmolLM2-135M on eval/ (docs/quality.md, "Decoding"); at
     # temperature 0 the likeliest token is taken (top-p and min-p, fixed in
     # engine/backends/base.py, matter only above it).

@@ -24,6 +24,7 @@ def model_options(settings: Settings) -> ModelOptions:
         path=settings.resolved_model_path(),
         context_size=settings.context_size,
         threads=settings.threads,
+        flash_attention=settings.flash_attention,
         state_cache_bytes=STATE_CACHE_MB * 1024 * 1024,
     )
 

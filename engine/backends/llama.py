@@ -41,6 +41,7 @@ class ModelOptions:
     path: Path
     context_size: int = 2048
     threads: int | None = None
+    flash_attention: bool = True  # llama.cpp's; off: the attention as llama-cpp-python's default
     seed: int = -1
     # llama.cpp's state after recent answers (engine/backends/state_cache.py)
     state_cache_bytes: int = 0
@@ -65,6 +66,7 @@ class LlamaBackend:
             n_ctx=options.context_size,
             n_threads=options.threads or max(1, (os.cpu_count() or 1)),
             seed=options.seed if options.seed >= 0 else 0xFFFFFFFF,
+            flash_attn=options.flash_attention,
             verbose=False,
         )
         self._abort = _AbortSwitch(self.llm.ctx)
