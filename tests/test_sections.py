@@ -76,6 +76,18 @@ def test_a_docbook_page_is_read_as_sections_with_its_options_as_entries() -> Non
     assert callers.text.startswith("--num-callers=<number> [default: 12]")
 
 
+def test_a_link_to_the_source_in_a_heading_is_not_part_of_its_name() -> None:
+    """Node.js's API pages: "Stream[src]" was the page's title."""
+    html = b"""<html><body><div id="content"><h2>Stream<a class="srclink"
+    href="https://github.com/nodejs/node/blob/v1/lib/stream.js#L55">[src]</a><span><a
+    class="mark" href="#stream" id="stream">#</a></span></h2><p>A stream is an abstract
+    interface.</p></div></body></html>"""
+    found = extract_article(html, "http://docs.example/stream.html")
+
+    assert found.title == "Stream"
+    assert "[src]" not in found.text
+
+
 def test_a_list_of_links_with_words_of_its_own_is_content_not_a_table_of_contents() -> None:
     html = b"""<html><body><main><h1>Tools</h1>
     <ul><li><a href="#a">a</a></li><li><a href="#b">b</a></li><li><a href="#c">c</a></li></ul>

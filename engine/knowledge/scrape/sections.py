@@ -47,7 +47,7 @@ DROPPED_TAGS = frozenset(
 DROPPED_NAMES = re.compile(
     r"headerlink|_?toc|_?table[-_]?of[-_]?contents|sphinxsidebar|related|breadcrumbs?|edit-?this-?page|"
     r"navigation|navbar|sidebar|version-?(?:badge|switcher|banner|warning)|skip-?link|"
-    r"prev-?next|pagination|feedback|copy-?button|sr-only|visually-hidden|footer",
+    r"prev-?next|pagination|feedback|copy-?button|sr-only|visually-hidden|footer|srclink",
     re.IGNORECASE,
 )
 # A label a theme puts beside a page's name in its heading ("npm-install @11.19.1"): the
