@@ -29,6 +29,18 @@ def section_passage_of(file: Path, heading_ends: str) -> Passage:
     return Passage(page.title, url, section.text, heading=section.heading, anchor=section.anchor)
 
 
+def entry_passages(file: Path, *anchors: str) -> list[Passage]:
+    """The sections of a real page with these anchors, in this order, as search results."""
+    page = page_sections(file.read_bytes())
+    assert page is not None
+    by_anchor = {s.anchor: s for s in page.sections}
+    url = f"http://docs.example/{file.name}"
+    return [
+        Passage(page.title, url, s.text, heading=s.heading, anchor=s.anchor)
+        for s in (by_anchor[anchor] for anchor in anchors)
+    ]
+
+
 def test_a_quote_from_an_api_entry_starts_with_its_signature() -> None:
     entry = section_passage("library/shutil.html", "shutil.rmtree()")
 
@@ -98,16 +110,7 @@ def test_a_setting_named_with_its_hyphens_is_quoted_from_its_own_entry() -> None
     """npm's settings: "global-style" says "Default: false" and names install-strategy too, so
     its sentences meet the question as well as the entry asked about; the name decides (seen
     on npm's config page: fetch-timeout's default was quoted from fetch-retry-maxtimeout)."""
-    page = page_sections(NPM_PAGE.read_bytes())
-    assert page is not None
-    url = "http://docs.example/commands/npm-install.html"
-    by_anchor = {s.anchor: s for s in page.sections}
-    passages = [
-        Passage(page.title, url, s.text, heading=s.heading, anchor=s.anchor)
-        for s in (
-            by_anchor[name] for name in ("global-style", "legacy-bundling", "install-strategy")
-        )
-    ]
+    passages = entry_passages(NPM_PAGE, "global-style", "legacy-bundling", "install-strategy")
 
     evidence = find_evidence("What is the default of install-strategy?", passages)
 
@@ -151,20 +154,13 @@ def test_a_japanese_question_naming_a_setting_is_answered_from_its_entry() -> No
 def test_an_option_named_in_a_question_is_quoted_from_its_entry_with_its_default() -> None:
     """Valgrind's options: "--num-callers=<number> [default: 12]" heads the entry, and the
     quote had been "by --num-callers be" (a line of another option's text)."""
-    page = page_sections(VALGRIND_PAGE.read_bytes())
-    assert page is not None
-    url = "http://docs.example/manual-core.html"
-    by_anchor = {s.anchor: s for s in page.sections}
-    passages = [
-        Passage(page.title, url, s.text, heading=s.heading, anchor=s.anchor)
-        for s in (by_anchor[name] for name in ("opt.unw-stack-scan-thresh", "opt.num-callers"))
-    ]
+    passages = entry_passages(VALGRIND_PAGE, "opt.unw-stack-scan-thresh", "opt.num-callers")
 
     asked = ("What is the default value of --num-callers?", "--num-callers の既定値は\uff1f")
     for question in asked:
         evidence = find_evidence(question, on_site_passages(question, passages))
 
-        assert evidence is not None and evidence.url == url
+        assert evidence is not None and evidence.url.endswith("/manual-core.html")
         assert evidence.quote.startswith("--num-callers=<number> [default: 12]"), question
 
 
