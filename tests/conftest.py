@@ -183,8 +183,10 @@ async def engine(
 async def long_engine(
     settings: Settings, backend: Backend, broker: Broker
 ) -> AsyncIterator[RunningEngine]:
-    """An engine whose answers may run to 400 tokens: long enough to cancel one midway."""
-    running = await start_engine(settings.model_copy(update={"max_tokens": 400}), backend)
+    """An engine whose answers may run to 400 tokens: long enough to cancel one midway (not
+    cut at their first paragraph, which a story ends after 50 to 100 tokens)."""
+    whole = settings.model_copy(update={"max_tokens": 400, "answer_paragraphs": 0})
+    running = await start_engine(whole, backend)
     yield running
     await running.stop()
 
