@@ -89,6 +89,31 @@ def test_english_words_match_their_other_forms(kb: KnowledgeBase) -> None:
     assert "clos" in parse_query("closing").match
 
 
+NPM_SITE = ROOT / "eval" / "npmdocs" / "site"
+NPM_PAGES = [
+    "commands/npm-ci.html",
+    "commands/npm-install.html",
+    "commands/npm-shrinkwrap.html",
+    "configuring-npm/package-lock-json.html",
+    "configuring-npm/package-json.html",
+]
+
+
+def test_a_two_letter_name_is_searched_with_the_word_before_it(tmp_path: Path) -> None:
+    """The name "ci" is too short for the trigram index: "npm ci" is not, and finds npm-ci's page
+    among pages that hold every other word of the question more often (npm's real pages)."""
+    path = tmp_path / "kb.sqlite3"
+    articles = []
+    for name in NPM_PAGES:
+        url = f"https://docs.example/{name}"
+        articles.append(extract_article((NPM_SITE / name).read_bytes(), url).article(url))
+    build_kb(path, path, articles, [], datetime.now(UTC))
+    question = "npm ci は package-lock.json と package.json が一致しないとどうなりますか\uff1f"
+
+    assert '"npm ci"' in parse_query(question).match
+    assert KnowledgeBase(path).search(question, limit=1)[0].url.endswith("/npm-ci.html")
+
+
 # --- on the site? ----------------------------------------------------------------------
 
 

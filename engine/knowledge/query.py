@@ -2,11 +2,13 @@
 
 Trigram FTS5 matches any substring of three or more characters, so each term is quoted
 and the terms are joined with OR (bm25 ranks passages matching more and rarer terms first).
-English words lose common endings ("closing" -> "clos"), so a substring match finds
-"close", "closed" and "closes" alike. Japanese has no spaces: its runs become overlapping
-trigrams for the index and bigrams (most Japanese words are two kanji) for a substring
-fallback that trigrams cannot serve. A hiragana word ("ようかん", "よやく") is found by its
-hiragana trigrams, once the grammar around it ("はいくらですか") is taken out.
+A two-letter name ("ci", "ls") is too short for the index: it is also searched as a phrase
+with the word beside it ("npm ci"), which the index can match. English words lose common
+endings ("closing" -> "clos"), so a substring match finds "close", "closed" and "closes" alike.
+Japanese has no spaces: its runs become overlapping trigrams for the index and bigrams (most
+Japanese words are two kanji) for a substring fallback that trigrams cannot serve. A hiragana
+word ("ようかん", "よやく") is found by its hiragana trigrams, once the grammar around it
+("はいくらですか") is taken out.
 
 engine/answering/needs.py groups the same terms by what the question asks about, for the
 on-site decision and the quote: they must read the question as the search does.
@@ -23,6 +25,7 @@ MAX_TERMS = 32  # a 4,000-character question must not become a 4,000-term query
 MIN_STEM_CHARS = 4  # "times" -> "time", never "tim": a shorter stem matches too much
 
 WORD_RE = re.compile(r"\w+")
+LATIN_WORD_RE = re.compile(r"[a-z0-9]+")
 CJK_RUN_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]+")
 HIRAGANA_RE = re.compile(r"[\u3040-\u309f]+")
 KANJI_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -62,12 +65,31 @@ def parse_query(question: str) -> Query:
     short: list[str] = []
     for term in _all_terms(question):
         (indexed if len(term) >= MIN_INDEXED_CHARS else short).append(term)
-    content = [term for term in indexed if term not in STOPWORDS]
+    # The phrases first: a long question's terms are cut at MAX_TERMS.
+    content = short_word_phrases(question) + [term for term in indexed if term not in STOPWORDS]
     substrings = [term for term in short if term not in STOPWORDS]
     if not content and not substrings:  # "what is this": stopwords are all there is
         content = indexed
     match = " OR ".join(_quote(term) for term in _unique(content))
     return Query(match=match, substrings=tuple(_unique(substrings)))
+
+
+def short_word_phrases(question: str) -> list[str]:
+    """Each two-letter word that is not a stopword, with the word before it ("npm ci"), or
+    after it when that one is a stopword ("the ls command" -> "ls command"): only words
+    written next to each other, with one space between them."""
+    words = list(LATIN_WORD_RE.finditer(question.lower()))
+    phrases: list[str] = []
+    for index, word in enumerate(words):
+        if len(word.group()) != 2 or word.group() in STOPWORDS:
+            continue
+        before = words[index - 1] if index > 0 else None
+        after = words[index + 1] if index + 1 < len(words) else None
+        if before and before.group() not in STOPWORDS and before.end() + 1 == word.start():
+            phrases.append(f"{before.group()} {word.group()}")
+        elif after and after.group() not in STOPWORDS and word.end() + 1 == after.start():
+            phrases.append(f"{word.group()} {after.group()}")
+    return phrases
 
 
 def _all_terms(question: str) -> Iterator[str]:
