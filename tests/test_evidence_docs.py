@@ -4,15 +4,20 @@ function") brings the one before it, and a glossary term is quoted by its defini
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from engine.answering.evidence import find_evidence
 from engine.answering.on_site import on_site_passages
+from engine.knowledge.embedding import shared_embedder
 from engine.knowledge.models import Passage
 from engine.knowledge.scrape.sections import page_sections
 
 SITE = Path(__file__).resolve().parent.parent / "eval" / "realdocs" / "site"
 NPM_PAGE = Path(__file__).resolve().parent.parent / "eval/npmdocs/site/commands/npm-install.html"
+NPM_CACHE_PAGE = (
+    Path(__file__).resolve().parent.parent / "eval/npmdocs/site/commands/npm-cache.html"
+)
 VALGRIND_PAGE = Path(__file__).resolve().parent.parent / "eval/valgrinddocs/site/manual-core.html"
 
 
@@ -171,3 +176,23 @@ def test_an_abbreviation_does_not_end_the_quoted_sentence() -> None:
 
     assert evidence is not None
     assert "(eg. 20 to 30 times) than normal" in evidence.quote
+
+
+def test_a_japanese_question_is_quoted_the_line_nearest_in_meaning_of_those_it_meets_alike() -> (
+    None
+):
+    """Of npm-cache's synopsis, each line meets "npm" and "キャッシュ" alike (by the Latin
+    word only); the encoder tells "削除" (delete) is "clean", where the shortest line is not."""
+    synopsis = section_passage_of(NPM_CACHE_PAGE, "Synopsis")
+    question = "npm のキャッシュを削除するにはどうすればいいですか\uff1f"
+    embedder = shared_embedder()
+
+    def nearness(question: str, texts: Sequence[str]) -> list[float]:
+        vectors = embedder.embed([question, *texts])
+        return [float(vector @ vectors[0]) for vector in vectors[1:]]
+
+    by_meaning = find_evidence(question, [synopsis], nearness=nearness)
+    shortest = find_evidence(question, [synopsis])
+
+    assert by_meaning is not None and by_meaning.quote.startswith("npm cache clean")
+    assert shortest is not None and shortest.quote == "npm cache verify"

@@ -4,7 +4,10 @@ A small model may garble the fact it was given (or write Japanese poorly); the p
 sentence does not. The best sentence is the one that meets most of the question's needs (read
 as the search reads them, Japanese included), a need the article's title holds counting a
 quarter (it names what every sentence is about); on a tie, the one that also meets its
-optional needs (its particles and framing words). When the question asks for a number ("how
+optional needs (its particles and framing words), then the one nearest the question in
+meaning when the caller can tell (``nearness``: a Japanese question about English pages meets
+them only by its Latin words, "npm" and "cache" in each line of a synopsis), else the first
+and shortest. When the question asks for a number ("how
 much", "いくら"), only sentences holding one are considered, if there are any. The sentence
 next to the best one in its paragraph is added when it meets needs the first does not, or is
 about the same thing (its context, not a fact from elsewhere), and the quote stays short.
@@ -22,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from config.text_helpers import SENTENCE_RE, shorten
@@ -95,8 +98,14 @@ class _Scorer:
         return frozenset(i for i in met - self.in_title if not self.needs[i].optional)
 
 
+Nearness = Callable[[str, Sequence[str]], Sequence[float]]  # each text's cosine to the question
+
+
 def find_evidence(
-    question: str, passages: Sequence[Passage], max_chars: int = MAX_QUOTE_CHARS
+    question: str,
+    passages: Sequence[Passage],
+    max_chars: int = MAX_QUOTE_CHARS,
+    nearness: Nearness | None = None,
 ) -> Evidence | None:
     """The one or two sentences of one passage that best match ``question``; the opening of
     the entry it names when none of the entry's sentences meets it; None when no sentence
@@ -117,10 +126,17 @@ def find_evidence(
         candidates = numbered  # "how much", "いくら": the answer is a number
     if entry := [s for s in candidates if s.rank in named]:
         candidates = entry  # "What does tempfile.mkdtemp() return?": its entry says
-    first = max(
-        candidates,
-        key=lambda s: (score.required(s.met), score.optional(s.met), -s.rank, -len(s.text)),
-    )
+
+    def met_score(s: _Sentence) -> tuple[float, float]:
+        return score.required(s.met), score.optional(s.met)
+
+    best = max(met_score(s) for s in candidates)
+    tied = [s for s in candidates if met_score(s) == best]
+    if len(tied) > 1 and nearness is not None:
+        closeness = nearness(question, [s.text for s in tied])
+        first = max(zip(tied, closeness, strict=True), key=lambda pair: pair[1])[0]
+    else:
+        first = max(tied, key=lambda s: (-s.rank, -len(s.text)))
     first = _described(first, passages[first.rank], sentences)
     chosen = [first, *_neighbour(first, candidates, score, max_chars)]
     chosen += _referred_to(first, chosen, sentences, max_chars - len(_join(chosen)) - 1)

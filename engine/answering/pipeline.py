@@ -17,7 +17,9 @@ the site decides what the model may say, and most decisions are taken before it 
    site never mentions ("itertools.batched()") refuses it; one it mentions elsewhere
    ("YAML") must be in the answering article.
 5. **The quote** that backs the answer (``evidence.py``): the section's sentence that best
-   meets the question, shown with its link after the answer, so a reader can check it.
+   meets the question, shown with its link after the answer, so a reader can check it; of
+   sentences that meet it as well, for a question in another language than the pages, the
+   nearest in meaning (its words, Japanese, meet none of theirs).
 6. **Who writes**: the model, when it writes the question's language
    (``CONCIERGE_MODEL_LANGUAGES``) and, for a yes/no question, when it can
    (``CONCIERGE_MODEL_ANSWERS_YES_NO``, ``yes_no.py``); otherwise the quote alone.
@@ -31,6 +33,7 @@ the quote stands alone, after a sentence saying so.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -132,12 +135,19 @@ class AnswerPlanner:
         if not passages:  # the nearest sections still point a newcomer somewhere
             nearest = format_nearest(words.nearest, found)
             return Plan("not_on_site", language, note=f"{words.not_on_site}\n\n{nearest}".strip())
-        evidence = find_evidence(asked, passages) or opening(passages[0])  # 5
+        across = language != language_of(passages[0].text)  # its words cannot choose the quote
+        nearness = self._nearness if across else None
+        evidence = find_evidence(asked, passages, nearness=nearness) or opening(passages[0])  # 5
         if not self._model_writes(question, language):  # 6
             return Plan("quote_only", language, tuple(passages), evidence)
         messages, fitted = self.prompts.build(question, history, passages, evidence.quote)  # 7
         return Plan("model", language, tuple(passages), evidence, messages=messages,
                     history=fitted)  # fmt: skip
+
+    def _nearness(self, question: str, texts: Sequence[str]) -> list[float]:
+        """Each text's cosine to the question, by the search's encoder."""
+        vectors = self.kb.embedder.embed([question, *texts])
+        return [float(v @ vectors[0]) for v in vectors[1:]]
 
     def _model_writes(self, question: str, language: Language) -> bool:
         """Whether the model writes the answer, or the quote stands alone (step 6)."""
