@@ -196,3 +196,18 @@ def test_a_japanese_question_is_quoted_the_line_nearest_in_meaning_of_those_it_m
 
     assert by_meaning is not None and by_meaning.quote.startswith("npm cache clean")
     assert shortest is not None and shortest.quote == "npm cache verify"
+
+
+def test_a_call_with_its_arguments_is_answered_by_its_entry_over_a_page_that_meets_it_alike() -> (
+    None
+):
+    """ "round(2.5)" names round(): its entry answers, not the floating point tutorial that
+    the search put first, which meets the question's one Latin word, "round", as well."""
+    tutorial = section_passage("tutorial/floatingpoint.html", "Issues and Limitations")
+    entry = section_passage("library/functions.html", "round()")
+    question = "round(2.5) が 3 ではなく 2 になるのはなぜですか\uff1f"
+
+    used = on_site_passages(question, [tutorial, entry])
+
+    assert used and used[0].url.endswith("/functions.html") and used[0].anchor == "round"
+    assert "even" in used[0].text  # "rounding is done toward the even choice"

@@ -162,7 +162,8 @@ def test_a_version_the_site_never_mentions_is_not_on_it(planner: AnswerPlanner) 
     assert plan_for(planner, question)[0] == "model"
     assert plan_for(planner, f"{question[:-1]} in Python 3.13?") == ("not_on_site", ())
     assert plan_for(planner, "How do I log with logging version 9?") == ("not_on_site", ())
-    assert code_names("Why does round(2.5) give 2?") == []  # a number, not a release
+    assert code_names("Why does round(2.5) give 2?") == ["round"]  # 2.5 is no release
+    assert code_names("Which file(s) does it read?") == []  # a plural, not a call
     assert code_names("Is UUID Version 7 in Python 3.11.4?") == ["version 7", "3.11.4"]
     # A product's release: "Windows 11" met Valgrind's FreeBSD README by its "11".
     assert code_names("How do I install it on Windows 11 or Ubuntu 22.04?") == [

@@ -157,7 +157,8 @@ def _covers(run: str, term: str, index: int) -> bool:
 # Names without parentheses are left alone: "out.txt" in a question is usually the asker's own.
 CODE_NAME_RE = re.compile(
     r"(?<![\w.-])(?:"
-    r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\(\)"  # a call, maybe dotted
+    # a call, maybe dotted, maybe with its arguments ("round(2.5)"; not a plural's "file(s)")
+    r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)\((?!e?s\))(?:[^()\s]+(?:, ?[^()\s]+)*)?\)"
     r"|(\.[A-Za-z][A-Za-z0-9]{1,5})(?=[\s,;:?!)]|$)"  # a file type on its own
     r"|(--[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)(?![\w-])"  # a long option
     r")"

@@ -17,9 +17,11 @@ the site must show that it answers the question, in one of two ways:
   to the onsen's page as its opening hours are), so words decide there.
 
 A question that names an entry of the site by its anchor (a function, a setting:
-``fetch-timeout``) is about that entry, whatever its other words, and the entry comes first
-among the passages used: across languages the meaning of "fetch-timeout の既定値はいくつ" is
-far from the entry's "Default: 300000 (5 minutes)".
+``fetch-timeout``) is about that entry, whatever its other words: the entry's article answers
+when it meets the question as well as the best one ("round(2.5) が 3 ではなく 2 になるのはなぜ":
+round()'s entry, not the tutorial's page on floating point, which meets "round" as well), and
+the entry comes first among the passages used: across languages the meaning of
+"fetch-timeout の既定値はいくつ" is far from the entry's "Default: 300000 (5 minutes)".
 
 And a question that names something the site never mentions (a function, a flag, a file type:
 ``itertools.batched()``, ``--tls-cert``, ``.xlsx``) is not on it, however close the rest of
@@ -90,6 +92,8 @@ def on_site_passages(
     if not best.on_site and follow_up_of:
         best = best_article(follow_up_of, found, site_terms)
     entries = [found[rank] for rank in sorted(entries_named(question, found))]
+    if best.on_site and (rival := _entry_article(question, best, entries, found, site_terms)):
+        best = rival  # "round(2.5) が…": round()'s entry, not the tutorial's page as near
     if not best.on_site and (named := [e for e in entries if _heading_is_a_name(e)]):
         entries = named  # "fetch-timeout の既定値は" names npm's entry
         best = BestArticle(named[0].url, share=1.0)
@@ -153,6 +157,26 @@ def share_met(needs: Sequence[Need], text: str, site_terms: Set[str] = frozenset
 
 def _lacks_site_term(need: Need, lowered: str, site_terms: Set[str]) -> bool:
     return need.named and not met(need, lowered) and any(f in site_terms for f in need.forms)
+
+
+def _entry_article(
+    question: str,
+    best: BestArticle,
+    entries: Sequence[Passage],
+    found: Sequence[Passage],
+    site_terms: Set[str],
+) -> BestArticle | None:
+    """The article of an entry the question names, when it meets the question as well as
+    ``best`` does (a tie the search's order would otherwise break); None when ``best`` holds
+    one already."""
+    if any(entry.url == best.url for entry in entries):
+        return None
+    for entry in filter(_heading_is_a_name, entries):
+        own = [passage for passage in found if passage.url == entry.url]
+        rival = best_article(question, own, site_terms)
+        if rival.share >= best.share:
+            return rival
+    return None
 
 
 def _heading_is_a_name(entry: Passage) -> bool:
