@@ -43,6 +43,14 @@ def test_markdown_is_rendered_for_a_terminal_block_by_block() -> None:
     assert not [line for line in shown if "**" in line or "_s" in line or "```" in line]
 
 
+def test_angle_brackets_are_shown_as_written_in_code_and_out() -> None:
+    """Markdown drops what looks like HTML: a synopsis's "[<key>]" had shown as "[]"."""
+    quote = "From the site: \u201cnpm cache clean [<key>]\u201d and `a <b>` too"
+    shown = _rendered([quote], quote + "\n\n```\nx <y> z\n```\n")
+    assert shown[0] == "From the site: \u201cnpm cache clean [<key>]\u201d and a <b> too"
+    assert "x <y> z" in shown[1]
+
+
 def test_text_a_lost_piece_left_out_is_shown_at_the_end() -> None:
     shown = _rendered(["One ", "two "], "One two three.")
     assert shown == ["One two three."]

@@ -18,6 +18,7 @@ from rich.segment import Segment
 
 FENCES = ("```", "~~~")
 AUTOLINK = re.compile(r"<(https?://[^\s<>]+)>")
+CODE_SPAN = re.compile(r"(`+[^`]*`+)")
 LIVE_SPARE_LINES = 3  # of the screen, kept free above a block taller than it
 
 
@@ -170,7 +171,23 @@ def _markdown(text: str) -> Markdown:
     """Links show their address (not every terminal shows hyperlinks); an address written as
     one (``<https://...>``, as in the sources list) shows once, as it is."""
     text = _line_breaks_kept(AUTOLINK.sub(r"\1", text.strip("\n")))
-    return Markdown(text, hyperlinks=False)
+    return Markdown(_angle_brackets_kept(text), hyperlinks=False)
+
+
+def _angle_brackets_kept(text: str) -> str:
+    """Each "<" as an entity outside code: Markdown drops what looks like an HTML tag, and a
+    synopsis's "npm cache clean [<key>]" showed as "npm cache clean []"."""
+    lines = text.split("\n")
+    in_fence = False
+    for index, line in enumerate(lines):
+        if line.lstrip().startswith(FENCES):
+            in_fence = not in_fence
+        elif not in_fence:
+            parts = CODE_SPAN.split(line)  # the code spans at odd places
+            lines[index] = "".join(
+                part if place % 2 else part.replace("<", "&lt;") for place, part in enumerate(parts)
+            )
+    return "\n".join(lines)
 
 
 def _line_breaks_kept(text: str) -> str:
