@@ -6,11 +6,11 @@ as the search reads them, Japanese included), a need the article's title holds c
 quarter (it names what every sentence is about); on a tie, the one that also meets its
 optional needs (its particles and framing words), then the one nearest the question in
 meaning when the caller can tell (``nearness``: a Japanese question about English pages meets
-them only by its Latin words, "npm" and "cache" in each line of a synopsis), else the first
-and shortest. When the question asks for a number ("how
-much", "いくら"), only sentences holding one are considered, if there are any. The sentence
-next to the best one in its paragraph is added when it meets needs the first does not, or is
-about the same thing (its context, not a fact from elsewhere), and the quote stays short.
+them only by its Latin words, "npm" in every line of a synopsis), else the first and shortest.
+When the question asks for a number ("how much", "いくら"), only sentences holding one are
+considered, if there are any. The sentence next to the best one in its paragraph is added
+when it meets needs the first does not, or is about the same thing (its context, not a fact
+from elsewhere), and the quote stays short.
 A sentence that announces what follows ("The following example rounds pi to three places:")
 takes the line after it, the example being the answer. Documentation describes a function in
 an entry under its signature ("shutil.rmtree(path, ...)" then "Delete an entire directory
