@@ -12,7 +12,7 @@ import pytest
 from broker.protocol import make_request
 from config.settings import Settings
 from engine.answering.english import is_common_word
-from engine.answering.needs import acronyms, code_names, named_terms, question_needs
+from engine.answering.needs import acronyms, code_names, commands, named_terms, question_needs
 from engine.answering.on_site import best_article
 from engine.answering.pipeline import AnswerPlanner
 from engine.knowledge.models import PATH_SEPARATOR, Passage
@@ -214,3 +214,32 @@ def test_a_name_in_capitals_the_site_never_mentions_is_not_on_it(planner: Answer
     assert plan_for(planner, question.replace("file", "CUDA file")) == ("not_on_site", ())
     assert acronyms(question.upper()) == []
     assert acronyms("Is 2024 or X11 a name?") == ["x11"]
+
+
+NPM_SITE = Path(__file__).resolve().parent.parent / "eval" / "npmdocs" / "site"
+NPM_COMMANDS = ("npm-ci", "npm-install", "npm-publish", "npm-cache")
+
+
+def test_a_command_a_reference_of_commands_never_mentions_is_not_on_it(settings: Settings) -> None:
+    """npm's reference gives each command a page ("npm-publish"): "with npm deploy" is none of
+    them, though "push my package to the registry" meets npm-publish's page (npm's real pages).
+    A site without such pages, and "does npm handle", name no command."""
+    articles = []
+    for name in NPM_COMMANDS:
+        url = f"{BASE}/commands/{name}.html"
+        html = (NPM_SITE / "commands" / f"{name}.html").read_bytes()
+        articles.append(extract_article(html, url).article(url))
+    build_kb(settings.kb_path, settings.kb_path, articles, [], datetime.now(UTC))
+    planner = AnswerPlanner(settings, lambda messages: 0)
+    asked = "How do I publish my package to the registry with npm {}?"
+
+    assert commands(asked.format("deploy")) == [("npm", "deploy")]
+    assert commands("How does npm handle peer dependencies?") == []
+    assert commands("Can I use npm to publish it?") == []  # "to" is no command
+    assert plan_for(planner, asked.format("deploy")) == ("not_on_site", ())
+    assert plan_for(planner, asked.format("publish")) == (
+        "model",
+        (f"{BASE}/commands/npm-publish.html",),
+    )
+    assert planner.kb.command_pages("npm") == len(NPM_COMMANDS)
+    assert planner.kb.command_pages("git") == 0  # "with git deploy" is left to the rest

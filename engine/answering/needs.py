@@ -241,3 +241,19 @@ def acronyms(question: str) -> list[str]:
         return []
     found = (m.group(1) for m in ACRONYM_RE.finditer(question))
     return list(dict.fromkeys(name.lower() for name in found if not name.isdigit()))
+
+
+# A tool's command, written as one runs it ("with npm deploy", "run `git frob`"): after a verb
+# or a preposition that takes a command, or a backtick. Not "How does npm handle...": npm is
+# the subject there. A reference that documents each command on a page of its own ("npm-ci",
+# "git-commit") answers only about the commands it has (pipeline step 4).
+COMMAND_RE = re.compile(
+    r"(?:\b(?:with|using|use|run|running|via|try|type|typing|execute|call|calling)\s+|`)"
+    r"([a-z][a-z0-9]+) ([a-z][a-z0-9-]*[a-z0-9])\b"
+)
+
+
+def commands(question: str) -> list[tuple[str, str]]:
+    """The (tool, command) pairs ``question`` writes as one runs them: ("npm", "deploy")."""
+    found = ((m.group(1), m.group(2)) for m in COMMAND_RE.finditer(question))
+    return list(dict.fromkeys(pair for pair in found if not set(pair) & STOPWORDS))

@@ -14,8 +14,9 @@ the site decides what the model may say, and most decisions are taken before it 
 4. **On the site?** (``on_site.py``, the one rule): if no section answers the question, one
    sentence says so in its language; no model, no source (costs nothing, invents nothing).
    The names and terms the question gives are looked up on the whole site first: one the
-   site never mentions ("itertools.batched()") refuses it; one it mentions elsewhere
-   ("YAML") must be in the answering article.
+   site never mentions ("itertools.batched()", "CUDA", a command of a tool whose commands
+   have a page each: "with npm deploy") refuses it; one it mentions elsewhere ("YAML") must
+   be in the answering article.
 5. **The quote** that backs the answer (``evidence.py``): the section's sentence that best
    meets the question, shown with its link after the answer, so a reader can check it; of
    sentences that meet it as well, for a question in another language than the pages, the
@@ -47,7 +48,13 @@ from engine.answering.history import (
     as_messages,
     search_text,
 )
-from engine.answering.needs import acronyms, code_names, named_terms, question_needs
+from engine.answering.needs import (
+    acronyms,
+    code_names,
+    commands,
+    named_terms,
+    question_needs,
+)
 from engine.answering.on_site import on_site_passages
 from engine.answering.passages import format_nearest
 from engine.answering.prompt import PromptBuilder
@@ -59,6 +66,7 @@ from engine.knowledge.models import Passage
 from engine.knowledge.store import KnowledgeBase
 
 PASSAGES_SEARCHED = 8  # per question, best first; step 4 keeps those of the answering article
+COMMAND_PAGES = 3  # pages titled "npm-…": the site documents npm's commands one per page
 
 # What the engine does with a question: the model writes (from the site's passages, or, with
 # no articles yet, as a general assistant), or the engine answers alone.
@@ -124,6 +132,7 @@ class AnswerPlanner:
         names = code_names(asked)  # 4: "itertools.batched()" must be on the site,
         unknown = sorted(set(names) - self.kb.mentions(names, whole=True))
         unknown += sorted(set(acronyms(asked)) - self.kb.mentions(acronyms(asked)))  # "CUDA"
+        unknown += self._unknown_commands(asked)  # "npm deploy"
         site_terms = self.kb.mentions(named_terms(question_needs(searched)))  # "YAML" on it
         passages = on_site_passages(
             asked,
@@ -143,6 +152,16 @@ class AnswerPlanner:
         messages, fitted = self.prompts.build(question, history, passages, evidence.quote)  # 7
         return Plan("model", language, tuple(passages), evidence, messages=messages,
                     history=fitted)  # fmt: skip
+
+    def _unknown_commands(self, asked: str) -> list[str]:
+        """The commands ``asked`` runs ("with npm deploy") that a site documenting its tool's
+        commands a page each (``COMMAND_PAGES`` of them or more) never mentions."""
+        unknown = []
+        for tool, command in commands(asked):
+            forms = [f"{tool} {command}", f"{tool}-{command}"]
+            if self.kb.command_pages(tool) >= COMMAND_PAGES and not self.kb.mentions(forms):
+                unknown.append(forms[0])
+        return unknown
 
     def _nearness(self, question: str, texts: Sequence[str]) -> list[float]:
         """Each text's cosine to the question, by the search's encoder."""

@@ -54,6 +54,7 @@ SELECT {COLUMNS}, 0.0 FROM (
 """
 HIT_SQL = "(instr(lower(title || ' ' || heading || ' ' || body), ?) > 0)"
 MENTION_SQL = f"SELECT 1 FROM passages WHERE {HIT_SQL} LIMIT 1"
+COMMAND_PAGES_SQL = "SELECT count(DISTINCT url) FROM passages WHERE lower(title) LIKE ?"
 MENTION_TEXTS_SQL = f"""
 SELECT lower(title || ' ' || heading || ' ' || body) FROM passages WHERE {HIT_SQL}
 """
@@ -102,6 +103,16 @@ class KnowledgeBase:
             if not whole:
                 return {name for name in names if conn.execute(MENTION_SQL, (name,)).fetchone()}
             return {name for name in names if _names_whole(conn, name)}
+
+    def command_pages(self, tool: str) -> int:
+        """How many pages are titled as one of ``tool``'s commands ("npm-install", "npm-ci"):
+        a reference that gives each command a page of its own."""
+        if not self.path.exists():
+            return 0
+        with closing(open_readonly(self.path)) as conn:
+            if not has_current_schema(conn):
+                return 0
+            return int(conn.execute(COMMAND_PAGES_SQL, (f"{tool}-%",)).fetchone()[0])
 
     def stats(self) -> KbStats:
         """Counts for ``concierge kb stats``; zeros before the first rescrape."""
