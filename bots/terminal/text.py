@@ -170,37 +170,29 @@ class MarkdownText:
 def _markdown(text: str) -> Markdown:
     """Links show their address (not every terminal shows hyperlinks); an address written as
     one (``<https://...>``, as in the sources list) shows once, as it is."""
-    text = _line_breaks_kept(AUTOLINK.sub(r"\1", text.strip("\n")))
-    return Markdown(_angle_brackets_kept(text), hyperlinks=False)
+    return Markdown(_prose_lines(AUTOLINK.sub(r"\1", text.strip("\n"))), hyperlinks=False)
 
 
-def _angle_brackets_kept(text: str) -> str:
-    """Each "<" as an entity outside code: Markdown drops what looks like an HTML tag, and a
-    synopsis's "npm cache clean [<key>]" showed as "npm cache clean []"."""
-    lines = text.split("\n")
-    in_fence = False
-    for index, line in enumerate(lines):
-        if line.lstrip().startswith(FENCES):
-            in_fence = not in_fence
-        elif not in_fence:
-            parts = CODE_SPAN.split(line)  # the code spans at odd places
-            lines[index] = "".join(
-                part if place % 2 else part.replace("<", "&lt;") for place, part in enumerate(parts)
-            )
-    return "\n".join(lines)
-
-
-def _line_breaks_kept(text: str) -> str:
-    """Each newline a line break, as a chat shows it (Markdown would join the lines into one
-    paragraph): a hard break ("  " at the end) on every line outside a code fence."""
+def _prose_lines(text: str) -> str:
+    """Each line outside a code fence as a chat shows it: ``_as_shown``."""
     lines = text.split("\n")
     in_fence = False
     for index, line in enumerate(lines):
         if line.lstrip().startswith(FENCES):
             in_fence = not in_fence
         elif not in_fence and line.strip():
-            lines[index] = line.rstrip() + "  "
+            lines[index] = _as_shown(line)
     return "\n".join(lines)
+
+
+def _as_shown(line: str) -> str:
+    """A hard break at the end ("  "): each newline a line break, as a chat shows it (Markdown
+    would join the lines into one paragraph). And each "<" outside code as an entity: Markdown
+    drops what looks like an HTML tag, and a synopsis's "npm cache clean [<key>]" showed as
+    "npm cache clean []"."""
+    parts = CODE_SPAN.split(line.rstrip())  # the code spans at odd places
+    kept = (part if place % 2 else part.replace("<", "&lt;") for place, part in enumerate(parts))
+    return "".join(kept) + "  "
 
 
 class _Tail:
