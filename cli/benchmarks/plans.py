@@ -24,12 +24,13 @@ import json
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from broker.protocol import Request, new_session_id
+from broker.protocol import HistoryTurn, Request, new_session_id
 from config.settings import Settings
 from engine.answering.pipeline import AnswerPlanner, Plan
 from engine.knowledge.scrape.rescrape import rescrape
@@ -98,10 +99,24 @@ def build(site: Path, kb_path: Path) -> None:
     print(f"built {kb_path}: {result.articles} articles, {result.passages} passages")
 
 
-def asked(question: str) -> Request:
+def asked(question: str, history: Sequence[HistoryTurn] = ()) -> Request:
     now = time.time()
     return Request(session_id=new_session_id(), user_id="plans", question=question,
-                   reply_to="plans", sent_at=now, deadline=now + 60)  # fmt: skip
+                   reply_to="plans", sent_at=now, deadline=now + 60,
+                   history=tuple(history))  # fmt: skip
+
+
+def plan_line(planner: AnswerPlanner, line: dict[str, Any]) -> Plan:
+    """The plan for a line's question, after its ``before`` questions asked in turn, each
+    with the ones before it; an earlier answer is its plan's quote (or the engine's note),
+    what the asker would read of it without the model's words."""
+    history: list[HistoryTurn] = []
+    for earlier in line.get("before", []):
+        plan = planner.plan(asked(str(earlier), history))
+        answer = plan.evidence.quote if plan.evidence is not None else plan.note
+        history += [HistoryTurn(role="user", text=str(earlier)),
+                    HistoryTurn(role="assistant", text=answer or "…")]  # fmt: skip
+    return planner.plan(asked(str(line["question"]), history))
 
 
 def main() -> None:
@@ -120,8 +135,7 @@ def main() -> None:
     if not args.kb.exists():
         build(args.site or args.questions.parent / "site", args.kb)
     planner = AnswerPlanner(Settings(kb_path=args.kb), lambda text: len(text) // 4 + 1)
-    judged = [judge(line, planner.plan(asked(str(line["question"]))))
-              for line in lines if not line.get("before")]  # fmt: skip
+    judged = [judge(line, plan_line(planner, line)) for line in lines]
     if args.show:
         for item in judged:
             mark = "ok " if item.right else "-- "

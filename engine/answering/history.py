@@ -2,8 +2,9 @@
 
 The bot sends the turns before the question, oldest first (``Request.history``). The model
 gets the newest turns that fit its context next to the articles, the question and the
-answer's room, counted in its own tokens; the knowledge-base search gets the question with
-the asker's last turns, so "and how much is the ticket?" still finds the ferry.
+answer's room, counted in its own tokens; the knowledge-base search gets a follow-up with the
+asker's last questions, so "and how much is the ticket?" still finds the ferry, and a new
+question alone, so "What does EAFP stand for?" is not steered by the question before.
 
 When the turns do not all fit, the oldest go **in blocks**, not one exchange at a time. A
 follow-up is fast because its prompt begins as the last turn's did, so llama.cpp reads only
@@ -28,14 +29,27 @@ so the engine's cut of what the bot sent is on the whole conversation's grid too
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from broker.history_window import block_start
 from broker.protocol import HistoryTurn
+from engine.answering.needs import question_needs
 from engine.backends.base import ChatMessage
 
+FEW_NEEDS = 2  # "How much for children?": too little of its own to be a new question
 SEARCH_USER_TURNS = 2  # a follow-up leans on the question or two before it; older ones drift
+
+# Words by which a question points back at the conversation: it goes on ("And…", "What
+# about…"), or stands for a thing named before ("it", "them", "an electric one", "それ").
+LEANING_RE = re.compile(
+    r"^\W*(?:and|but|also|so|then|or|what about|how about|same)\b"
+    r"|\b(?:it|its|they|them|their|theirs|those|these|there|else)\b"
+    r"|\b(?:ones?|instead)\b(?! of)"  # "an electric one?", not "one of my functions"
+    r"|^\W*(?:それ|その|そこ|そちら|あれ|あの|これ|この|こちら|じゃあ|じゃ|では|あと)",
+    re.IGNORECASE,
+)
 
 TokenCounter = Callable[[Sequence[ChatMessage]], int]  # a prompt's length in the model's tokens
 
@@ -87,6 +101,19 @@ def fit_history_in_blocks(
     window = fit_history(turns, fits).used
     start = block_start(len(turns), window)
     return FittedHistory(tuple(turns[start:]), dropped=start)
+
+
+def leans_on_earlier(question: str) -> bool:
+    """Whether ``question`` reads as a follow-up: it points back ("And how much is the
+    ticket?", "For how long can I keep them?"), or says too little to stand alone and names
+    nothing ("How much for children?"). A follow-up is searched with the asker's earlier
+    questions, whatever it would find alone (the ticket is on the museum's page too); any
+    other question alone, since a new topic searched with the last one's words finds the
+    last one's pages ("What does EAFP stand for?" after a question on virtual environments)."""
+    if LEANING_RE.search(question):
+        return True
+    required = [need for need in question_needs(question) if not need.optional]
+    return len(required) <= FEW_NEEDS and not any(need.named for need in required)
 
 
 def search_text(question: str, history: Sequence[ChatMessage]) -> str:

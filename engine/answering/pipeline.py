@@ -7,8 +7,9 @@ the site decides what the model may say, and most decisions are taken before it 
 1. **Small talk** ("hi", "thanks!", ``smalltalk.py``): one friendly sentence in the
    message's language (to a greeting, the space's own ``greeting`` when it has one); no
    search, no model, no source.
-2. **Search** the site for the question without its greeting, and, for a follow-up, with the
-   asker's last questions (``history.search_text``).
+2. **Search** the site for the question without its greeting, and, for a follow-up ("And
+   how much is the ticket?", ``history.leans_on_earlier``), with the asker's last questions
+   (``history.search_text``); a new question in a conversation is searched alone.
 3. **No articles yet** (no rescrape): nothing to stand on; the model answers as a general
    assistant and a note after it says that is not the site's answer.
 4. **On the site?** (``on_site.py``, the one rule): if no section answers the question, one
@@ -46,6 +47,7 @@ from engine.answering.history import (
     FittedHistory,
     TokenCounter,
     as_messages,
+    leans_on_earlier,
     search_text,
 )
 from engine.answering.needs import (
@@ -123,24 +125,14 @@ class AnswerPlanner:
         asked = without_small_talk(question)  # "Hi, when...": the site need not cover "hi"
         language = language_of(asked)
         words = WORDING[language]
-        searched = search_text(asked, history)  # 2
+        follow_up = bool(history) and leans_on_earlier(asked)  # 2: "And how much is it?"
+        searched = search_text(asked, history) if follow_up else asked
         found = self.kb.search(searched, PASSAGES_SEARCHED)
         if not found and self.kb.is_empty():  # 3
             messages, fitted = self.prompts.build(question, history)
             return Plan("no_articles", language, note=words.no_articles, messages=messages,
                         history=fitted)  # fmt: skip
-        names = code_names(asked)  # 4: "itertools.batched()" must be on the site,
-        unknown = sorted(set(names) - self.kb.mentions(names, whole=True))
-        unknown += sorted(set(acronyms(asked)) - self.kb.mentions(acronyms(asked)))  # "CUDA"
-        unknown += self._unknown_commands(asked)  # "npm deploy"
-        site_terms = self.kb.mentions(named_terms(question_needs(searched)))  # "YAML" on it
-        passages = on_site_passages(
-            asked,
-            found,
-            unknown_names=unknown,
-            site_terms=site_terms,
-            follow_up_of=searched if history else "",
-        )
+        passages = self._on_site(asked, found, searched)  # 4
         if not passages:  # the nearest sections still point a newcomer somewhere
             nearest = format_nearest(words.nearest, found)
             return Plan("not_on_site", language, note=f"{words.not_on_site}\n\n{nearest}".strip())
@@ -152,6 +144,23 @@ class AnswerPlanner:
         messages, fitted = self.prompts.build(question, history, passages, evidence.quote)  # 7
         return Plan("model", language, tuple(passages), evidence, messages=messages,
                     history=fitted)  # fmt: skip
+
+    def _on_site(self, asked: str, found: list[Passage], searched: str) -> list[Passage]:
+        """Step 4: the passages of the article that answers ``asked``, from those ``found``
+        for the ``searched`` text (the question, or it with the asker's earlier ones); []
+        when it is not on the site."""
+        names = code_names(asked)  # "itertools.batched()" must be on the site,
+        unknown = sorted(set(names) - self.kb.mentions(names, whole=True))
+        unknown += sorted(set(acronyms(asked)) - self.kb.mentions(acronyms(asked)))  # "CUDA"
+        unknown += self._unknown_commands(asked)  # "npm deploy"
+        site_terms = self.kb.mentions(named_terms(question_needs(searched)))  # "YAML" on it
+        return on_site_passages(
+            asked,
+            found,
+            unknown_names=unknown,
+            site_terms=site_terms,
+            follow_up_of=searched if searched != asked else "",
+        )
 
     def _unknown_commands(self, asked: str) -> list[str]:
         """The commands ``asked`` runs ("with npm deploy") that a site documenting its tool's

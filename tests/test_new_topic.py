@@ -1,0 +1,97 @@
+"""A question in a conversation is searched alone unless it reads as a follow-up
+(engine/answering/history.py ``leans_on_earlier``): a new topic searched with the last one's
+words finds the last one's pages (npm's real pages, eval/npmdocs)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from broker.protocol import HistoryTurn, make_request
+from config.settings import Settings
+from engine.answering.history import leans_on_earlier
+from engine.answering.pipeline import AnswerPlanner
+from engine.knowledge.scrape.builder import build_kb
+from engine.knowledge.scrape.extract import extract_article
+
+NPM_SITE = Path(__file__).resolve().parent.parent / "eval" / "npmdocs" / "site" / "commands"
+BASE = "http://docs.example"
+PAGES = ("npm-ci", "npm-cache", "npm-uninstall", "npm-install", "npm-ls", "npm-prune")
+CI_QUESTION = "npm ci は package-lock.json と package.json が一致しないとどうなりますか\uff1f"
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "And how much is the ticket?",
+        "For how long can I keep them?",
+        "And an electric one?",
+        "Is there a discount for children?",
+        "What about on Sundays?",
+        "How much for children?",  # names nothing, says too little to stand alone
+        "それはいくらですか\uff1f",
+        "じゃあ、日曜日は\uff1f",
+    ],
+)
+def test_a_follow_up_leans_on_the_conversation(question: str) -> None:
+    assert leans_on_earlier(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What does EAFP stand for?",  # a name: a topic of its own
+        "How do I save Valgrind's messages into a file instead of the terminal?",
+        "I want one of my functions to run automatically just before my program finishes.",
+        "When does the museum open on Mondays?",
+        "npm のキャッシュを削除するにはどうすればいいですか\uff1f",
+        "セキュリティ用のトークンには何バイトの乱数があれば十分とされていますか\uff1f",  # "あれ"
+    ],
+)
+def test_a_new_question_stands_alone(question: str) -> None:
+    assert not leans_on_earlier(question)
+
+
+@pytest.fixture
+def planner(settings: Settings) -> AnswerPlanner:
+    articles = []
+    for name in PAGES:
+        url = f"{BASE}/commands/{name}.html"
+        html = (NPM_SITE / f"{name}.html").read_bytes()
+        articles.append(extract_article(html, url).article(url))
+    build_kb(settings.kb_path, settings.kb_path, articles, [], datetime.now(UTC))
+    return AnswerPlanner(settings, lambda messages: 0)
+
+
+def sources_after(planner: AnswerPlanner, earlier: str, question: str) -> tuple[str, ...]:
+    """The sources of ``question`` asked after ``earlier`` (and its answer)."""
+    history = (
+        HistoryTurn(role="user", text=earlier),
+        HistoryTurn(role="assistant", text="npm ci will exit with an error."),
+    )
+    request = make_request(reply_to="b", user_id="u", question=question, ttl_s=9)
+    return planner.plan(request.model_copy(update={"history": history})).sources
+
+
+def test_a_new_topic_is_not_searched_with_the_last_ones_words(planner: AnswerPlanner) -> None:
+    """Seen in ``concierge chat``: the cache question after one about npm ci was answered from
+    npm-uninstall's examples (its Latin words, "npm" alone, were outweighed by "ci" and
+    "package-lock.json" of the question before); asked alone, from npm-cache's page."""
+    question = "npm のキャッシュを削除するにはどうすればいいですか\uff1f"
+    request = make_request(reply_to="b", user_id="u", question=question, ttl_s=9)
+    alone = planner.plan(request).sources
+
+    assert alone == (f"{BASE}/commands/npm-cache.html",)
+    assert sources_after(planner, CI_QUESTION, question) == alone
+
+
+def test_a_follow_up_is_still_searched_with_the_question_before(planner: AnswerPlanner) -> None:
+    """npm-ci's page: "individual dependencies cannot be added with this command"; the
+    question alone reads as npm-install's."""
+    follow_up = "Can it install a single package?"
+    request = make_request(reply_to="b", user_id="u", question=follow_up, ttl_s=9)
+
+    assert planner.plan(request).sources == (f"{BASE}/commands/npm-install.html",)
+    assert sources_after(planner, CI_QUESTION, follow_up) == (f"{BASE}/commands/npm-ci.html",)
