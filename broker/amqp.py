@@ -1,9 +1,11 @@
-"""The connection to RabbitMQ and the ``Broker`` every process uses: publishing and consuming.
+"""The connection to RabbitMQ and the ``Broker`` every process uses: publishing and consuming
+(the consumers are in ``consuming``, a base of ``Broker``).
 
-Only the broker's AMQP modules talk aio-pika: this one, ``topology`` (what is declared),
-``nodes`` (connections to one address of several), ``messages`` (AMQP properties, decoders,
-the ``Envelope``), ``stream`` (reply events, each confirmed or said lost), ``taps`` (read-only
-copies, the console's) and ``peek`` (counts, declaring nothing); ``errors`` names what they raise.
+Only the broker's AMQP modules talk aio-pika: this one, ``consuming`` (the consumers and taps),
+``topology`` (what is declared), ``nodes`` (connections to one address of several),
+``messages`` (AMQP properties, decoders, the ``Envelope``), ``stream`` (reply events, each
+confirmed or said lost), ``taps`` (read-only copies, the console's) and ``peek`` (counts,
+declaring nothing); ``errors`` names what they raise.
 
 Channels by role:
 - ``confirm``: requests, cancels, votes and dead letters; persistent and publisher-confirmed.
@@ -25,8 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
-from contextlib import suppress
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TypeVar
 
@@ -34,16 +35,17 @@ import aio_pika
 from aio_pika.abc import (
     AbstractExchange,
     AbstractIncomingMessage,
-    AbstractQueue,
     AbstractRobustChannel,
     AbstractRobustConnection,
 )
 from aio_pika.exceptions import DeliveryError
 from aiormq.exceptions import AMQPConnectionError, AMQPError, ChannelInvalidStateError
 
-from broker import dead_letters, messages, nodes, topology
-from broker.errors import QueueFull, ReplyQueueTaken
-from broker.messages import Decoder, Envelope, Handler
+from broker import messages, nodes, topology
+from broker.consuming import Consuming
+from broker.errors import QueueFull
+from broker.messages import Envelope
+from broker.nodes import CONNECT_TIMEOUT_S
 from broker.peek import QueueCounts, QueueLooker
 from broker.protocol import (
     REQUEST_ROUTING_KEY,
@@ -54,17 +56,13 @@ from broker.protocol import (
     Request,
 )
 from broker.stream import EventStream
-from broker.taps import TAP_MAX_LENGTH, Tap, TapHandler, open_tap
 from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
-M = TypeVar("M")
 T = TypeVar("T")
 
-FEEDBACK_PREFETCH = 10  # votes in hand at once: each is stored before it is acknowledged
 HEARTBEAT_S = 30  # a dead peer noticed within a minute, with no false alarm during a long answer
-CONNECT_TIMEOUT_S = 10.0  # to reach the broker, and to wait for a channel being restored
 RECONNECT_INTERVAL_S = 1  # after a lost connection, before trying the next address
 # A quorum request queue refuses publishes (nacks) until a new leader is elected after its
 # leader's node went: a few seconds. A request nacked while the queue is not full is sent again.
@@ -72,23 +70,20 @@ NACKED_RETRY_WITHIN_S = 10.0
 NACKED_RETRY_PAUSE_S = 0.25
 
 
-class Broker:
+class Broker(Consuming):
     """A robust connection to RabbitMQ with Concierge's topology declared on it."""
 
     def __init__(self, settings: Settings) -> None:
+        super().__init__()  # no consumers yet
         self.settings = settings
         self.names = Names(settings.prefix)
         self._connection: AbstractRobustConnection | None = None
         self._confirm: AbstractRobustChannel | None = None
         self._stream: AbstractRobustChannel | None = None
         self._control: AbstractRobustChannel | None = None
-        self._requests_channel: AbstractRobustChannel | None = None
         self._declared: topology.Core | None = None
         self._events: EventStream | None = None  # the reply exchange, on the stream channel
         self._status_exchange: AbstractExchange | None = None  # on the control channel
-        self._request_consumer: tuple[AbstractQueue, str] | None = None
-        self._reply_consumer: tuple[AbstractQueue, str] | None = None
-        self._feedback_consumer: tuple[AbstractQueue, str] | None = None
         self._looker: QueueLooker | None = None  # whether reply queues are there
 
     async def connect(self) -> Broker:
@@ -138,10 +133,6 @@ class Broker:
     def events(self) -> EventStream:  # for a sender that keeps them through an outage
         assert self._events is not None, "call connect() first"
         return self._events
-
-    @property
-    def _type(self) -> topology.QueueType:
-        return self.settings.queue_type
 
     @property
     def _core(self) -> topology.Core:
@@ -280,100 +271,6 @@ class Broker:
         assert self._confirm is not None
         await topology.delete_all(self._confirm, self.names)
 
-    async def tap(
-        self,
-        exchange: str,
-        queue_name: str,
-        handler: TapHandler,
-        *,
-        routing_keys: Iterable[str] = (),
-        max_length: int = TAP_MAX_LENGTH,
-    ) -> Tap:
-        """Copies of what ``exchange`` routes with ``routing_keys`` (more with ``Tap.bind``),
-        on a channel of their own; ``broker.taps.open_tap`` says how they are kept."""
-        channel, wait_s = await self._channel(publisher_confirms=False), CONNECT_TIMEOUT_S
-        return await open_tap(
-            channel, exchange, queue_name, handler, routing_keys, max_length, wait_s
-        )
-
-    # --- consuming ----------------------------------------------------------------------
-
-    def _opening(self, decode: Decoder[M], handler: Handler[M]) -> messages.Callback:
-        """A consumer callback: ``handler`` gets decoded messages, the rest are dead-lettered."""
-        return messages.opening(decode, handler, self._bury)
-
-    async def consume_requests(self, handler: Handler[Request | Cancel]) -> None:
-        """Deliver requests one at a time (``prefetch_count=1``) on a channel of their own.
-
-        A cancel may be found here too (the FIFO trap): the handler decides what to do."""
-        self._requests_channel = channel = await self._channel(publisher_confirms=False)
-        await channel.set_qos(prefetch_count=1)
-        queue = await topology.declare_request_queue(channel, self.names, self._type)
-        tag = await queue.consume(self._opening(messages.to_request_or_cancel, handler))
-        self._request_consumer = (queue, tag)
-
-    async def pause_requests(self) -> None:
-        """Stop taking requests (a graceful shutdown); waiting ones stay in the queue."""
-        consumer, self._request_consumer = self._request_consumer, None
-        await _stop(consumer)
-
-    async def consume_cancels(self, engine_name: str, handler: Handler[Cancel]) -> None:
-        """One durable cancel queue per engine worker, bound to the cancel fanout."""
-        assert self._control is not None
-        ttl_s = self.settings.request_ttl_s
-        queue = await topology.declare_cancel_queue(
-            self._control, self.names, self._type, engine_name, ttl_s
-        )
-        await queue.consume(self._opening(messages.to_cancel, handler))
-
-    async def consume_feedback(self, handler: Handler[Feedback]) -> None:
-        """Votes from the shared feedback queue (every engine may take them), a few at a time
-        on a channel of their own; the handler acknowledges each once it is stored."""
-        channel = await self._channel(publisher_confirms=False)
-        await channel.set_qos(prefetch_count=FEEDBACK_PREFETCH)
-        queue = await topology.declare_feedback_queue(channel, self.names, self._type)
-        tag = await queue.consume(self._opening(messages.to_feedback, handler))
-        self._feedback_consumer = (queue, tag)
-
-    async def stop_feedback(self) -> None:
-        """Take no more votes (a graceful shutdown); those not taken stay in the queue."""
-        consumer, self._feedback_consumer = self._feedback_consumer, None
-        await _stop(consumer)
-
-    async def consume_expired(self, handler: Handler[dead_letters.DeadLettered]) -> None:
-        """Requests dead-lettered by the request queue, with why, to tell their askers."""
-        assert self._control is not None
-        queue = await topology.declare_expired_queue(self._control, self.names, self._type)
-        await queue.consume(self._opening(dead_letters.to_dead_lettered, handler))
-
-    async def consume_replies(
-        self, bot_id: str, handler: Handler[ReplyEvent], *, keep_s: float, one_off: bool = False
-    ) -> None:
-        """The bot process's own reply queue: durable, so the terminal events (persistent) of
-        its answers survive a broker restart or a reconnect; RabbitMQ drops it once it has
-        had no consumer for ``keep_s``. A ``one_off`` bot's (a random id, deleted when it
-        closes) is not durable on a cluster of quorum queues (``topology``)."""
-        assert self._control is not None
-        queue = await topology.declare_reply_queue(
-            self._control, self.names, self._type, bot_id, keep_s, one_off=one_off
-        )
-        # Two processes under one name would take each other's replies. Checked once, here: an
-        # exclusive consumer would also refuse this process's own consumer when aio-pika
-        # restores it after a reconnect the broker has not noticed yet.
-        if queue.declaration_result.consumer_count:
-            raise ReplyQueueTaken(f"another process consumes {queue.name}")
-        await queue.bind(self.names.reply_exchange, routing_key=bot_id)
-        self._reply_consumer = (
-            queue,
-            await queue.consume(self._opening(messages.to_event, handler)),
-        )
-
-    async def stop_replies(self) -> None:
-        """Stop taking reply events: those not yet delivered stay queued for the next process
-        under the same bot id."""
-        consumer, self._reply_consumer = self._reply_consumer, None
-        await _stop(consumer)
-
 
 async def _once_more_if_away(
     channel: AbstractRobustChannel, operation: Callable[[], Awaitable[T]]
@@ -386,11 +283,3 @@ async def _once_more_if_away(
         log.info("%s while reconnecting; waiting for the connection", type(error).__name__)
         await asyncio.wait_for(channel.ready(), CONNECT_TIMEOUT_S)
         return await operation()
-
-
-async def _stop(consumer: tuple[AbstractQueue, str] | None) -> None:
-    """Cancel a consumer: its queue keeps what it did not deliver. Bounded: in an outage the
-    cancel would wait for the connection, and the broker drops the consumer with it anyway."""
-    if consumer is not None:
-        with suppress(TimeoutError, AMQPError, ConnectionError, RuntimeError):
-            await asyncio.wait_for(consumer[0].cancel(consumer[1]), CONNECT_TIMEOUT_S)

@@ -26,6 +26,7 @@ from config.urls import masked_url
 
 log = logging.getLogger(__name__)
 
+CONNECT_TIMEOUT_S = 10.0  # to reach the broker, and to wait for a channel being restored
 CLASSIC_ON_A_CLUSTER = (
     "several broker addresses, but classic queues live on the node that declared them: set "
     "CONCIERGE_QUEUE_TYPE=quorum for queues that outlive a node"

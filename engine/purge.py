@@ -5,7 +5,8 @@ more than ``STALE_AFTER_S`` before the purge: asked during a long outage, its as
 on, and an answer now would come out of nowhere. Kept, in their order: the rest, and always the
 request an engine died answering (it is redelivered, or carries its attempt), whatever its
 age: it was being answered a moment ago. A request that has already stopped an engine
-``MAX_ATTEMPTS`` times (``broker.dead_letters``) is set aside instead (``Worker.set_aside``).
+``MAX_ATTEMPTS`` times (``broker.dead_letters``) is set aside instead
+(``Redeliveries.set_aside``, ``engine.redelivery``).
 A kept request's copy carries its attempt in a header, on a quorum queue too: the copy's own
 deliveries are counted from 0, so there the engine, not the delivery limit, sets it aside
 if it stops an engine again.

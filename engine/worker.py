@@ -9,14 +9,14 @@ What the engine writes to an asker itself comes in the asker's locale (``Replies
 A request names its space (``config.spaces``): the jobs answer and rebuild with that space's
 settings; one naming a space this engine does not know ends ``failed``, saying so.
 A request whose engine died answering it comes back redelivered and is answered anew
-(``Worker._take_back``): on a classic queue queued again with its attempt counted, on a quorum
+(``engine.redelivery``): on a classic queue queued again with its attempt counted, on a quorum
 queue (which counts deliveries) in place. One that has already stopped the engine
 ``MAX_ATTEMPTS`` times (``broker.dead_letters``) is set aside, its asker told: by this engine,
 or, past a quorum queue's ``x-delivery-limit``, by the broker, which dead-letters it to the
 queue of expired requests (``Worker.on_expired``).
 An answer outlives the loss of its broker connection: it goes on, its events wait for the
 connection to come back (``engine.replies``), and its request, redelivered after the reconnect,
-is not answered twice (``Worker._take_back``).
+is not answered twice (``Redeliveries.take_back``).
 """
 
 from __future__ import annotations
@@ -24,15 +24,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any, Protocol
+from typing import Protocol
 
 from cachetools import LRUCache
 
 from broker.amqp import Broker
-from broker.dead_letters import DELIVERY_LIMIT, MAX_ATTEMPTS, DeadLettered
+from broker.dead_letters import MAX_ATTEMPTS, DeadLettered
 from broker.messages import Envelope
 from broker.protocol import Cancel, ReplyEvent, Request, TerminalEvent
-from broker.requeue import publish_again
 from config.logging import session_context
 from config.settings import Settings
 from config.spaces import Spaces
@@ -45,6 +44,7 @@ from engine.jobs.answer import AnswerJob
 from engine.jobs.rescrape import RescrapeJob
 from engine.metrics import EngineMetrics
 from engine.purge import Purged, purge_stale
+from engine.redelivery import Redeliveries, settle
 from engine.replies import Replies
 from engine.status_feed import StatusCopies
 
@@ -107,6 +107,9 @@ class Worker:
         # prefetch_count=1 already serialises deliveries, but after a reconnect the broker
         # redelivers while the old job may still run: the model must never serve two at once.
         self._one_job_at_a_time = asyncio.Lock()
+        self.redeliveries = Redeliveries(
+            settings, broker, self._answered, self._replies, self._handle, lambda: self.answering
+        )
 
     def _job(self, request: Request) -> Job:
         return self.rescrapes if request.type == "rescrape" else self.answers
@@ -139,40 +142,7 @@ class Worker:
             replies = self._replies(request)
             await replies.failed(replies.text("engine.restarted"))
 
-        return await purge_stale(self.broker, tell_stale, self.set_aside)
-
-    async def set_aside(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
-        """Park a request that stopped the engine ``MAX_ATTEMPTS`` times, telling its asker."""
-        log.warning("set aside: it stopped the engine %d times mid-answer", MAX_ATTEMPTS)
-        reason = f"stopped the engine {MAX_ATTEMPTS} times while answered"
-        await self._park(envelope, request, reason, "engine.set_aside")
-
-    async def _past_delivery_limit(
-        self, envelope: Envelope[DeadLettered], request: Request
-    ) -> None:
-        """Park a request a quorum queue dead-lettered past its ``x-delivery-limit`` (given out
-        ``MAX_ATTEMPTS`` times, never settled), telling its asker. Unless this engine answers
-        it, or did: then what came back twice was its delivery, on a connection lost twice
-        mid-answer, and the answer goes on (or went out) here."""
-        if request.session_id in self._answered or (
-            self.answering is not None and self.answering.session_id == request.session_id
-        ):
-            log.info("past its delivery limit, but answered here (connection lost twice): acked")
-            await envelope.ack()
-            return
-        log.warning("set aside by the broker: given out %d times, never settled", MAX_ATTEMPTS)
-        reason = (
-            f"delivery_limit: given out {MAX_ATTEMPTS} times, each time its engine stopped "
-            f"before the end (x-delivery-limit {DELIVERY_LIMIT})"
-        )
-        await self._park(envelope, request, reason, "engine.delivery_limit")
-
-    async def _park(self, envelope: Envelope[Any], request: Request, reason: str, key: str) -> None:
-        """Move the request to the dead-letter queue with ``reason``, and tell its asker."""
-        assert envelope.set_aside is not None  # every envelope the broker opens has it
-        await envelope.set_aside(reason)
-        replies = self._replies(request)
-        await replies.failed(replies.text(key, times=MAX_ATTEMPTS))
+        return await purge_stale(self.broker, tell_stale, self.redeliveries.set_aside)
 
     async def start(self) -> None:
         await self.feedback.show_totals()
@@ -219,7 +189,7 @@ class Worker:
         request = envelope.message.request
         with session_context(request.session_id):
             if envelope.message.past_delivery_limit:
-                await self._past_delivery_limit(envelope, request)
+                await self.redeliveries.past_delivery_limit(envelope, request)
                 return
             log.info("expired in the queue")
             waited = int(time.time() - request.sent_at)
@@ -256,48 +226,13 @@ class Worker:
         with session_context(request.session_id):
             async with self._one_job_at_a_time:
                 if envelope.attempt > MAX_ATTEMPTS:
-                    await self.set_aside(envelope, request)
+                    await self.redeliveries.set_aside(envelope, request)
                 elif envelope.redelivered:
-                    await self._take_back(envelope, request)
+                    await self.redeliveries.take_back(envelope, request)
                 else:
                     await self._handle(envelope, request)
                 if len(self._taking) == 1:  # only this one: the model reads a follow-up ahead
                     await self.answers.next_turn.warm()
-
-    async def _take_back(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
-        """A request given out before and never settled: its engine died answering it, or this
-        one lost its connection meanwhile (then it was answered here: drop it).
-
-        On a quorum queue, answered again in place: the broker counts its deliveries, and
-        dead-letters it past the limit (``on_expired``). On a classic queue, published again
-        with its attempt counted, to the queue's end: the requests behind it waited through
-        the crash, and if this one is what killed the engine they are not held up by it again
-        (docs/reliability.md). If the broker refuses the copy, it is answered now, uncounted."""
-        if request.session_id in self._answered:  # this engine ran it: a reconnect, no death
-            replies = self._answered[request.session_id]
-            if replies is not None and replies.end is not None:
-                if replies.end_delivered:  # confirmed: the asker has it, or will
-                    log.info("redelivered after a reconnect, its end already delivered: acked")
-                else:
-                    log.info("redelivered after a reconnect, already answered: end sent again")
-                    await replies.send_end_again()  # an asker that had it drops it
-                await _settle(envelope)
-            else:  # the reconnect cut the answer short: begun anew, an attempt of its own
-                log.info("redelivered after a reconnect cut its answer short: answered again")
-                await self._handle(envelope, request)
-            return
-        if self.settings.queue_type == "quorum":
-            log.info("its engine stopped mid-answer: answered again (attempt %d)", envelope.attempt)
-            await self._handle(envelope, request)
-            return
-        try:
-            await publish_again(self.broker, [(request, envelope.attempt)])
-        except Exception as error:
-            log.warning("not published again (%s): answered now", error)
-            await self._handle(envelope, request)
-            return
-        await _settle(envelope)
-        log.info("its engine stopped mid-answer: queued again (attempt %d)", envelope.attempt)
 
     async def _handle(self, envelope: Envelope[Request | Cancel], request: Request) -> None:
         job, replies = self._job(request), self._replies(request)
@@ -313,7 +248,7 @@ class Worker:
             self._answered.setdefault(request.session_id, None)
             self._idle.set()
         if not job.acks_at_start:
-            await asyncio.shield(_settle(envelope))
+            await asyncio.shield(settle(envelope))
 
     async def _serve(self, job: Job, request: Request, replies: Replies, attempt: int) -> None:
         """Run one request to a terminal event."""
@@ -351,12 +286,3 @@ class Worker:
         else:
             return False
         return True
-
-
-async def _settle(envelope: Envelope[Request | Cancel]) -> None:
-    """Ack a request once it has its terminal event, also one a graceful stop cut short (its
-    asker was told "interrupted"): handed back, it would be answered again for nobody."""
-    try:
-        await envelope.ack()
-    except Exception as error:  # the channel may have closed; the broker redelivers
-        log.warning("not settled: %s", error)

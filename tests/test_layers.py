@@ -65,10 +65,11 @@ def test_bots_and_engine_never_import_each_other() -> None:
     assert "bots" not in graph["engine"]
 
 
-# The broker's AMQP modules: the connection (to one of several nodes), what is declared,
-# messages in and out, reply events kept through an outage, taps, peeks.
+# The broker's AMQP modules: the connection (to one of several nodes), its consumers, what is
+# declared, messages in and out, reply events kept through an outage, taps, peeks.
 BROKER_AMQP_MODULES = {
     "broker/amqp.py",
+    "broker/consuming.py",
     "broker/stream.py",
     "broker/nodes.py",
     "broker/topology.py",
