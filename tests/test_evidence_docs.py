@@ -198,6 +198,27 @@ def test_a_japanese_question_is_quoted_the_line_nearest_in_meaning_of_those_it_m
     assert shortest is not None and shortest.quote == "npm cache verify"
 
 
+def test_a_line_is_read_by_meaning_with_the_sentence_before_it() -> None:
+    """The tutorial's pip section: four lines hold "requirements.txt", the Japanese question's
+    only Latin word; "pip install -r requirements.txt" alone is nearest to "入れたパッケージ"
+    (the packages installed), the line that writes the list is so only after the sentence that
+    announces it ("A common convention is to put this list in a requirements.txt file:")."""
+    section = section_passage("tutorial/venv.html", "Managing Packages with pip")
+    question = (
+        "仮想環境に入れたパッケージの一覧を requirements.txt に"
+        "書き出すにはどうすればいいですか\uff1f"
+    )
+    embedder = shared_embedder()
+
+    def nearness(question: str, texts: Sequence[str]) -> list[float]:
+        vectors = embedder.embed([question, *texts])
+        return [float(vector @ vectors[0]) for vector in vectors[1:]]
+
+    evidence = find_evidence(question, [section], nearness=nearness)
+
+    assert evidence is not None and "pip freeze > requirements.txt" in evidence.quote
+
+
 def test_a_call_with_its_arguments_is_answered_by_its_entry_over_a_page_that_meets_it_alike() -> (
     None
 ):

@@ -6,7 +6,8 @@ as the search reads them, Japanese included), a need the article's title holds c
 quarter (it names what every sentence is about); on a tie, the one that also meets its
 optional needs (its particles and framing words), then the one nearest the question in
 meaning when the caller can tell (``nearness``: a Japanese question about English pages meets
-them only by its Latin words, "npm" in every line of a synopsis), else the first and shortest.
+them only by its Latin words, "npm" in every line of a synopsis), each read after the sentence
+before it in its paragraph (a command line alone says little), else the first and shortest.
 When the question asks for a number ("how much", "いくら"), only sentences holding one are
 considered, if there are any. The sentence next to the best one in its paragraph is added
 when it meets needs the first does not, or is about the same thing (its context, not a fact
@@ -133,7 +134,7 @@ def find_evidence(
     best = max(met_score(s) for s in candidates)
     tied = [s for s in candidates if met_score(s) == best]
     if len(tied) > 1 and nearness is not None:
-        closeness = nearness(question, [s.text for s in tied])
+        closeness = nearness(question, [_in_context(s, sentences) for s in tied])
         first = max(zip(tied, closeness, strict=True), key=lambda pair: pair[1])[0]
     else:
         first = max(tied, key=lambda s: (-s.rank, -len(s.text)))
@@ -173,6 +174,18 @@ def _sentences(rank: int, passage: Passage, needs: Sequence[Need]) -> list[_Sent
         has_number = NUMBER_RE.search(text) is not None
         found.append(_Sentence(rank, index, paragraph, text, hits, has_number))
     return found
+
+
+def _in_context(sentence: _Sentence, sentences: Sequence[_Sentence]) -> str:
+    """The sentence after the one before it in its paragraph, as the encoder reads it: a line
+    alone says little ("$ python -m pip freeze > requirements.txt" under "A common convention
+    is to put this list in a requirements.txt file:")."""
+    before = (
+        s.text
+        for s in sentences
+        if (s.rank, s.paragraph, s.index) == (sentence.rank, sentence.paragraph, sentence.index - 1)
+    )
+    return " ".join([*before, sentence.text])
 
 
 def _neighbour(
