@@ -243,3 +243,21 @@ def test_a_command_a_reference_of_commands_never_mentions_is_not_on_it(settings:
     )
     assert planner.kb.command_pages("npm") == len(NPM_COMMANDS)
     assert planner.kb.command_pages("git") == 0  # "with git deploy" is left to the rest
+
+
+def test_a_question_naming_a_module_reads_its_page_opening(settings: Settings) -> None:
+    """http.server's page opens with "http.server is not recommended for production"; the
+    Japanese question meets the page by its one Latin word, which every entry of the page
+    holds, and the search brought entries ("server — Contains the server instance.")."""
+    articles = []
+    for path in ("library/http.server.html", "library/json.html"):
+        url = f"{BASE}/{path}"
+        articles.append(extract_article((SITE / path).read_bytes(), url).article(url))
+    build_kb(settings.kb_path, settings.kb_path, articles, [], datetime.now(UTC))
+    planner = AnswerPlanner(settings, lambda messages: 0)
+    question = "http.server を本番環境で使ってもいいですか\uff1f"
+
+    plan = planner.plan(make_request(reply_to="b", user_id="u", question=question, ttl_s=9))
+
+    assert plan.sources == (f"{BASE}/library/http.server.html",)
+    assert plan.evidence is not None and "not recommended for production" in plan.evidence.quote

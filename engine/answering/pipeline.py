@@ -21,7 +21,9 @@ the site decides what the model may say, and most decisions are taken before it 
 5. **The quote** that backs the answer (``evidence.py``): the section's sentence that best
    meets the question, shown with its link after the answer, so a reader can check it; of
    sentences that meet it as well, for a question in another language than the pages, the
-   nearest in meaning (its words, Japanese, meet none of theirs).
+   nearest in meaning (its words, Japanese, meet none of theirs). A question naming what its
+   article is about by the article's title ("http.server — HTTP servers") reads the article's
+   opening too, where a module's page says what matters most of it.
 6. **Who writes**: the model, when it writes the question's language
    (``CONCIERGE_MODEL_LANGUAGES``) and, for a yes/no question, when it can
    (``CONCIERGE_MODEL_ANSWERS_YES_NO``, ``yes_no.py``); otherwise the quote alone.
@@ -35,6 +37,7 @@ the quote stands alone, after a sentence saying so.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -57,7 +60,7 @@ from engine.answering.needs import (
     named_terms,
     question_needs,
 )
-from engine.answering.on_site import on_site_passages
+from engine.answering.on_site import PASSAGES_USED, on_site_passages
 from engine.answering.passages import format_nearest
 from engine.answering.prompt import PromptBuilder
 from engine.answering.smalltalk import small_talk, without_small_talk
@@ -136,6 +139,7 @@ class AnswerPlanner:
         if not passages:  # the nearest sections still point a newcomer somewhere
             nearest = format_nearest(words.nearest, found)
             return Plan("not_on_site", language, note=f"{words.not_on_site}\n\n{nearest}".strip())
+        passages = self._with_opening(asked, passages)  # "http.server を本番環境で…"
         across = language != language_of(passages[0].text)  # its words cannot choose the quote
         nearness = self._nearness if across else None
         evidence = find_evidence(asked, passages, nearness=nearness) or opening(passages[0])  # 5
@@ -162,6 +166,18 @@ class AnswerPlanner:
             follow_up_of=searched if searched != asked else "",
         )
 
+    def _with_opening(self, asked: str, passages: list[Passage]) -> list[Passage]:
+        """``passages`` after their article's opening when the question names what the article
+        is about, as its title gives it ("http.server — HTTP servers"): a module's page says
+        what matters most of it first ("http.server is not recommended for production")."""
+        subject = passages[0].title.split(" \u2014 ", 1)[0].strip().lower()
+        if " \u2014 " not in passages[0].title or not _names(asked, subject):
+            return passages
+        opening = self.kb.opening(passages[0].url)
+        if opening is None or any(p.text == opening.text for p in passages):
+            return passages
+        return [opening, *passages][:PASSAGES_USED]
+
     def _unknown_commands(self, asked: str) -> list[str]:
         """The commands ``asked`` runs ("with npm deploy") that a site documenting its tool's
         commands a page each (``COMMAND_PAGES`` of them or more) never mentions."""
@@ -182,3 +198,10 @@ class AnswerPlanner:
         if language not in self.settings.model_languages:
             return False
         return self.settings.model_answers_yes_no or not is_yes_no_question(question)
+
+
+def _names(question: str, subject: str) -> bool:
+    """Whether ``question`` names ``subject`` as a word of its own ("http.server", not the
+    "server" of "http.server" or "servers")."""
+    pattern = rf"(?<![\w.]){re.escape(subject)}(?![\w]|\.\w)"
+    return re.search(pattern, question.lower()) is not None

@@ -59,6 +59,9 @@ MENTION_TEXTS_SQL = f"""
 SELECT lower(title || ' ' || heading || ' ' || body) FROM passages WHERE {HIT_SQL}
 """
 RESCRAPED_AT_SQL = "SELECT value FROM meta WHERE key = 'rescraped_at'"
+OPENING_SQL = (
+    f"SELECT {COLUMNS}, 0.0 FROM passages WHERE url = ? ORDER BY CAST(seq AS INTEGER) LIMIT 1"
+)
 
 
 class KnowledgeBase:
@@ -113,6 +116,17 @@ class KnowledgeBase:
             if not has_current_schema(conn):
                 return 0
             return int(conn.execute(COMMAND_PAGES_SQL, (f"{tool}-%",)).fetchone()[0])
+
+    def opening(self, url: str) -> Passage | None:
+        """The first passage of the article at ``url``: what a page says before its sections
+        (a module's summary and warnings); None when it is not stored."""
+        if not self.path.exists():
+            return None
+        with closing(open_readonly(self.path)) as conn:
+            if not has_current_schema(conn):
+                return None
+            row = conn.execute(OPENING_SQL, (url,)).fetchone()
+        return _passage(row) if row else None
 
     def stats(self) -> KbStats:
         """Counts for ``concierge kb stats``; zeros before the first rescrape."""
