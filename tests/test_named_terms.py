@@ -12,7 +12,14 @@ import pytest
 from broker.protocol import make_request
 from config.settings import Settings
 from engine.answering.english import is_common_word
-from engine.answering.needs import acronyms, code_names, commands, named_terms, question_needs
+from engine.answering.needs import (
+    acronyms,
+    code_names,
+    command_titles,
+    commands,
+    named_terms,
+    question_needs,
+)
 from engine.answering.on_site import best_article
 from engine.answering.pipeline import AnswerPlanner
 from engine.knowledge.models import PATH_SEPARATOR, Passage
@@ -261,3 +268,26 @@ def test_a_question_naming_a_module_reads_its_page_opening(settings: Settings) -
 
     assert plan.sources == (f"{BASE}/library/http.server.html",)
     assert plan.evidence is not None and "not recommended for production" in plan.evidence.quote
+
+
+def test_a_command_named_is_answered_from_its_own_page(settings: Settings) -> None:
+    """npm's docs give each command a page titled "npm-<command>"; "with npm publish" met the
+    Registry page and package.json's "publishConfig" as well as npm-publish's, and "What does
+    npm ls show?" the overview page's "Use npm ls to show everything you've installed"."""
+    pages = [f"commands/{name}.html" for name in ("npm", "npm-publish", "npm-unpublish", "npm-ls")]
+    pages += ["using-npm/registry.html", "configuring-npm/npm-json.html"]
+    articles = []
+    for path in pages:
+        url = f"{BASE}/{path}"
+        articles.append(extract_article((NPM_SITE / path).read_bytes(), url).article(url))
+    build_kb(settings.kb_path, settings.kb_path, articles, [], datetime.now(UTC))
+    planner = AnswerPlanner(settings, lambda messages: 0)
+
+    publish = "How do I publish my package to the registry with npm publish?"
+    assert "npm-publish" in command_titles(publish)
+    assert "with-npm" not in command_titles(publish)  # "with" is no tool
+    assert plan_for(planner, publish) == ("model", (f"{BASE}/commands/npm-publish.html",))
+    assert plan_for(planner, "What does npm ls show?") == (
+        "model",
+        (f"{BASE}/commands/npm-ls.html",),
+    )

@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from config.text_helpers import SENTENCE_RE, shorten
-from engine.answering.needs import Need, entry_names, met, question_needs
+from engine.answering.needs import Need, command_titles, entry_names, met, question_needs
 from engine.knowledge.models import PATH_SEPARATOR, Passage
 
 TITLE_SHARE = 0.25  # a need the title holds tells the article's sentences apart less
@@ -233,14 +233,18 @@ def entries_named(question: str, passages: Sequence[Passage]) -> set[int]:
     """The ranks of the passages that are the entries of the functions ``question`` calls by
     name, or of the settings it names with their hyphens ("fetch-timeout", not its neighbour
     "fetch-retry-maxtimeout", whose sentences meet the question's words as well): the entry's
-    anchor is the name, or ends with it after a module's or class's dot."""
+    anchor is the name, or ends with it after a module's or class's dot. A command's page is
+    its entry too ("npm publish": the page titled "npm-publish")."""
     names = entry_names(question)
-    return {
-        rank
-        for rank, passage in enumerate(passages)
-        if (anchor := (passage.anchor or "").lower())
-        and any(anchor == name or anchor.endswith(f".{name}") for name in names)
-    }
+    titles = command_titles(question)
+
+    def names_it(passage: Passage) -> bool:
+        anchor = (passage.anchor or "").lower()
+        if anchor and any(anchor == name or anchor.endswith(f".{name}") for name in names):
+            return True
+        return passage.title.strip().lower() in titles
+
+    return {rank for rank, passage in enumerate(passages) if names_it(passage)}
 
 
 def _described(first: _Sentence, passage: Passage, sentences: Sequence[_Sentence]) -> _Sentence:

@@ -210,6 +210,20 @@ def entry_names(question: str) -> list[str]:
     return list(dict.fromkeys(code_names(question) + hyphenated_names(question)))
 
 
+# Two words as a tool's command is written ("npm publish", "git commit"): a reference that gives
+# each command a page titles it with a hyphen ("npm-publish").
+COMMAND_WORDS_RE = re.compile(
+    r"(?<![\w.-])([a-z][a-z0-9]+) (?=([a-z][a-z0-9-]*[a-z0-9])(?![\w.-]))"
+)
+
+
+def command_titles(question: str) -> list[str]:
+    """The page titles of the commands ``question`` may name: "npm-publish" for "npm
+    publish"; none of stopwords ("with npm" is no command)."""
+    pairs = ((m.group(1), m.group(2)) for m in COMMAND_WORDS_RE.finditer(question))
+    return list(dict.fromkeys(f"{a}-{b}" for a, b in pairs if not {a, b} & STOPWORDS))
+
+
 def hyphenated_names(question: str) -> list[str]:
     """The words ``question`` joins with hyphens, lowercase, without leading dashes."""
     return list(dict.fromkeys(m.group(1).lower() for m in HYPHENATED_RE.finditer(question)))

@@ -17,7 +17,8 @@ the site must show that it answers the question, in one of two ways:
   to the onsen's page as its opening hours are), so words decide there.
 
 A question that names an entry of the site by its anchor (a function, a setting:
-``fetch-timeout``) is about that entry, whatever its other words: the entry's article answers
+``fetch-timeout``), or a command whose page is titled by it ("npm publish": ``npm-publish``),
+is about that entry, whatever its other words: the entry's article answers
 when it meets the question as well as the best one ("round(2.5) が 3 ではなく 2 になるのはなぜ":
 round()'s entry, not the tutorial's page on floating point, which meets "round" as well), and
 the entry comes first among the passages used: across languages the meaning of
@@ -181,9 +182,14 @@ def _entry_article(
 
 def _heading_is_a_name(entry: Passage) -> bool:
     """Whether the entry's heading is a name as code writes it ("fetch-timeout",
-    "json.dumps()"), not words ("Check-in"): only a name alone puts a question on the site."""
-    name = entry.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()
-    return name == name.lower() and any(mark in name for mark in "-._(")
+    "json.dumps()"), not words ("Check-in"): only a name alone puts a question on the site.
+    A command's page (its Synopsis, under the title "npm-publish") is named by its title."""
+    heading = entry.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()
+    return any(_is_a_name(text) for text in (heading, entry.title.strip()))
+
+
+def _is_a_name(text: str) -> bool:
+    return text == text.lower() and " " not in text and any(mark in text for mark in "-._(")
 
 
 def _cosine(url: str, passages: Sequence[Passage]) -> float:
