@@ -22,6 +22,7 @@ from cli.benchmarks import report
 from cli.benchmarks.conversation import CACHED, UNCACHED, ConversationConfig, run_conversation
 from cli.benchmarks.rig import BenchBackend
 from config.settings import load_settings
+from engine.answering.history import model_words
 from engine.answering.prompt import chat_messages
 from engine.backends.base import Backend, ChatMessage, GenerationLimits
 from engine.backends.configured import STATE_CACHE_MB, model_options
@@ -217,7 +218,8 @@ async def test_once_idle_the_engine_reads_the_answer_as_the_next_turns_beginning
     backend: Backend, engine: RunningEngine, client: ConciergeClient
 ) -> None:
     """After an answer, with no request waiting, the newest saved state is the conversation
-    up to that answer as a turn (without its sources), as the follow-up will send it back."""
+    up to that answer as a turn, as the model reads the follow-up's: its own words, without
+    the engine's note and sources."""
     assert isinstance(backend, LlamaBackend) and backend.state_cache is not None
     events = await collect(await client.ask(Ask("Name three animals of a farm.", "u1")))
     done = events[-1]
@@ -227,7 +229,8 @@ async def test_once_idle_the_engine_reads_the_answer_as_the_next_turns_beginning
     newest = next(reversed(backend.state_cache.cache_state))
     read = backend.llm.detokenize(list(newest), special=True).decode()
     turn = "Name three animals of a farm.<|im_end|>\n<|im_start|>assistant\n"
-    assert read.endswith(f"{turn}{without_sources(done.text)}<|im_end|>\n")
+    assert "Not from the site" in done.text  # the engine's note after a general answer
+    assert read.endswith(f"{turn}{model_words(without_sources(done.text))}<|im_end|>\n")
 
 
 @pytest.mark.model

@@ -124,3 +124,35 @@ def test_each_turns_prompt_begins_with_the_last_turns_prompt_but_its_last_messag
     assert second[: len(first) - 1] == first[:-1] == [ChatMessage("system", system)]
     assert third[: len(second) - 1] == second[:-1]
     assert all("[1]" not in message.content for message in third[:-1])  # only the last has them
+
+
+@pytest.mark.parametrize(
+    ("shown", "read"),
+    [
+        (
+            "Ferries leave at 9.\n\nFrom the site: \u201cThe ferry leaves at 9:00.\u201d",
+            "Ferries leave at 9.",
+        ),
+        ("サイトの記事より\uff1a「npm cache clean [<key>]」", "npm cache clean [<key>]"),
+        (
+            "The site does not cover this: none of its articles answers that question.\n\n"
+            "The nearest sections I found, in case they help:\n- Ferry <https://x/ferry>",
+            "The site does not cover this: none of its articles answers that question.",
+        ),
+        (
+            "(My own answer is left out: it gave a number that is not on the site.)\n\n"
+            "From the site: \u201cA session lasts 60 minutes.\u201d",
+            "A session lasts 60 minutes.",
+        ),
+        ("Cows.\n\n(Cut here: the answer reached its limit of 256 tokens.)", "Cows."),
+        (
+            "Hello! Ask me anything about the site's articles.",
+            "Hello! Ask me anything about the site's articles.",
+        ),
+    ],
+)
+def test_the_model_reads_an_earlier_answer_without_the_engines_parts(shown: str, read: str) -> None:
+    """SmolLM2 copies the form of the turns it reads: after two Japanese quote-only answers an
+    English one began with the Japanese label. The asker's turns are read as sent."""
+    turns = [HistoryTurn(role="user", text=shown), HistoryTurn(role="assistant", text=shown)]
+    assert as_messages(turns) == [ChatMessage("user", shown), ChatMessage("assistant", read)]

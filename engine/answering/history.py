@@ -2,9 +2,11 @@
 
 The bot sends the turns before the question, oldest first (``Request.history``). The model
 gets the newest turns that fit its context next to the articles, the question and the
-answer's room, counted in its own tokens; the knowledge-base search gets a follow-up with the
-asker's last questions, so "and how much is the ticket?" still finds the ferry, and a new
-question alone, so "What does EAFP stand for?" is not steered by the question before.
+answer's room, counted in its own tokens, each earlier answer as its own words
+(``model_words``: without the engine's quote and notes, which it would copy). The
+knowledge-base search gets a follow-up with the asker's last questions, so "and how much is
+the ticket?" still finds the ferry, and a new question alone, so "What does EAFP stand for?"
+is not steered by the question before.
 
 When the turns do not all fit, the oldest go **in blocks**, not one exchange at a time. A
 follow-up is fast because its prompt begins as the last turn's did, so llama.cpp reads only
@@ -36,6 +38,7 @@ from dataclasses import dataclass
 from broker.history_window import block_start
 from broker.protocol import HistoryTurn
 from engine.answering.needs import question_needs
+from engine.answering.wording import WORDING
 from engine.backends.base import ChatMessage
 
 FEW_NEEDS = 2  # "How much for children?": too little of its own to be a new question
@@ -69,8 +72,41 @@ class FittedHistory:
 NO_HISTORY = FittedHistory()
 
 
+def _engine_parts() -> tuple[tuple[str, ...], tuple[re.Pattern[str], ...]]:
+    """Where each of the engine's own parts of an answer begins (the quote, why it was cut,
+    the nearest sections, the note after a general answer), and the quote's pattern, in
+    every language."""
+    starts, quotes = [], []
+    for words in WORDING.values():
+        before, after = words.evidence.split("{quote}")
+        quotes.append(re.compile(re.escape(before) + r"(.*)" + re.escape(after), re.DOTALL))
+        starts += [before, words.cut_repetition, words.withdrawn, words.nearest, words.no_articles]
+        starts.append(words.cut_length.split("{", 1)[0])
+    return tuple(starts), tuple(quotes)
+
+
+ENGINE_PARTS, QUOTES = _engine_parts()
+
+
+def model_words(answer: str) -> str:
+    """An earlier answer as the model reads it again: its own words, before what the engine
+    added; of an answer the engine gave alone, the quote's text without its label. SmolLM2
+    copies the form of the turns it reads: after two Japanese answers that were quotes alone,
+    an English one began with the Japanese quote's label."""
+    cut = min((at for part in ENGINE_PARTS if (at := answer.find(part)) >= 0), default=None)
+    words = answer[:cut].strip()
+    if words:
+        return words
+    quote = next((m.group(1).strip() for q in QUOTES if (m := q.search(answer))), "")
+    return quote or answer.strip()
+
+
 def as_messages(history: Sequence[HistoryTurn]) -> list[ChatMessage]:
-    return [ChatMessage(turn.role, turn.text) for turn in history]
+    """The turns as the model reads them: the asker's as sent, the answers' as ``model_words``."""
+    return [
+        ChatMessage(turn.role, model_words(turn.text) if turn.role == "assistant" else turn.text)
+        for turn in history
+    ]
 
 
 def fit_history(

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from broker.answer_text import without_sources
+from engine.answering.history import model_words
 from engine.backends.base import ChatMessage, ShouldStop
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ def next_turn_prefix(
 ) -> list[ChatMessage]:
     """The beginning of a follow-up's prompt: this answer's ``messages`` without the last
     (the question after its articles), then the question and the answer as turns."""
-    answer = without_sources(done_text)
+    answer = model_words(without_sources(done_text))  # as ``as_messages`` will read it
     return [*messages[:-1], ChatMessage("user", question), ChatMessage("assistant", answer)]
 
 
