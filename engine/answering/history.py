@@ -10,17 +10,15 @@ is not steered by the question before.
 
 When the turns do not all fit, the oldest go **in blocks**, not one exchange at a time. A
 follow-up is fast because its prompt begins as the last turn's did, so llama.cpp reads only
-what is new (engine/backends/state_cache.py). A window that slides by one exchange per turn changes
-the
-prompt's beginning at every turn, so every follow-up is read again from the system prompt, as
-without the cache (docs/benchmarks.md, "Conversation"). So
-the first turn kept sits on a grid, a multiple of a block (``block_start``, in
-broker/history_window.py since the bots cut on the same grid): as the
-conversation grows by one exchange per turn, the start stays where it was until the window is
-full again, then moves one block on. A block is about half of what fits (a power of two, so
-the grid stays put when what fits changes by a turn or two): the turns kept are always more
-than half of what would fit, and the turns after a move begin alike (what that saves:
-docs/benchmarks.md, "History dropped in blocks").
+what is new (engine/backends/state_cache.py). A window that slides by one exchange per turn
+changes the prompt's beginning at every turn, so every follow-up is read again from the system
+prompt, as without the cache (docs/benchmarks.md, "Conversation"). So the first turn kept sits
+on a grid, a multiple of a block (``block_start``, in broker/history_window.py since the bots
+cut on the same grid): as the conversation grows by one exchange per turn, the start stays
+where it was until the window is full again, then moves one block on. A block is about half
+of what fits (a power of two, so the grid stays put when what fits changes by a turn or two):
+the turns kept are always more than half of what would fit, and the turns after a move begin
+alike (what that saves: docs/benchmarks.md, "History dropped in blocks").
 
 The grid is counted from the history's oldest turn, so it holds while the bot sends the
 conversation from its beginning, or cut on the same grid: a bot that kept its own last N
