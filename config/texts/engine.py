@@ -57,6 +57,10 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "en": "(My own answer is left out: it gave a number that is not on the site.)",
         "ja": "（サイトにない数字を含んでいたため、回答を省きました。）",
     },
+    "engine.answer.withdrawn_option": {
+        "en": "(My own answer is left out: it gave a command-line option that is not on the site.)",
+        "ja": "（サイトにないコマンドラインオプションを含んでいたため、回答を省きました。）",
+    },
     "engine.answer.cut_length": {
         "en": "(Cut here: the answer reached its limit of {max_tokens} tokens.)",
         "ja": "（長さの上限 {max_tokens} トークンに達したため、ここで打ち切りました。）",

@@ -9,7 +9,7 @@ import re
 from broker.protocol import FinishReason
 from engine.answering.passages import format_sources
 from engine.answering.pipeline import Plan
-from engine.answering.wording import WORDING
+from engine.answering.wording import WORDING, Withdrawn
 
 FENCE_RE = re.compile(r"^[ \t]*(```|~~~)", re.MULTILINE)  # a Markdown code fence's line
 
@@ -33,15 +33,16 @@ def closing(
     max_tokens: int,
     *,
     answer: str,
-    withdrawn: bool = False,
+    withdrawn: Withdrawn = "",
 ) -> str:
     """What follows the model's words (``answer``: "" when it wrote none), or the whole
     answer when the engine answers alone; ``withdrawn``: the model's words are left out
-    (they gave a number nothing it read gives, numbers.py), and this says so first."""
+    (they gave a number or an option nothing it read gives: numbers.py, options.py), and this
+    says so first."""
     words = WORDING[plan.language]
     parts: list[str] = []
     if withdrawn:
-        parts.append(words.withdrawn)
+        parts.append(words.withdrawn if withdrawn == "number" else words.withdrawn_option)
     elif finish_reason == "repetition":
         parts.append(words.cut_repetition)
     elif finish_reason == "length":

@@ -78,7 +78,8 @@ def _engine_parts() -> tuple[tuple[str, ...], tuple[re.Pattern[str], ...]]:
     for words in WORDING.values():
         before, after = words.evidence.split("{quote}")
         quotes.append(re.compile(re.escape(before) + r"(.*)" + re.escape(after), re.DOTALL))
-        starts += [before, words.cut_repetition, words.withdrawn, words.nearest, words.no_articles]
+        starts += [before, words.cut_repetition, words.withdrawn, words.withdrawn_option]
+        starts += [words.nearest, words.no_articles]
         starts.append(words.cut_length.split("{", 1)[0])
     return tuple(starts), tuple(quotes)
 

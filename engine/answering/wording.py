@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 from config.texts import LOCALES, Locale, t
 from engine.answering.smalltalk import SmallTalk
 
 Language = Locale
+Withdrawn = Literal["", "number", "option"]  # why the model's words were left out ("": kept)
 # Kana, or kanji: a question holding either is read as Japanese (Chinese reads Japanese too).
 JAPANESE_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
 
@@ -31,6 +33,7 @@ class Wording:
     cut_repetition: str  # after an answer stopped for repeating itself
     cut_length: str  # after one stopped at CONCIERGE_MAX_TOKENS ({max_tokens})
     withdrawn: str  # instead of the model's words, when they gave a number (numbers.py)
+    withdrawn_option: str  # ... or an option (options.py) nothing it read gives
     greeting: str  # the whole answer to small talk (engine/answering/smalltalk.py): "hi"
     thanks: str  # "thanks!"
     goodbye: str  # "bye"
@@ -48,6 +51,7 @@ def wording(language: Language) -> Wording:
         cut_repetition=t("engine.answer.cut_repetition", language),
         cut_length=t("engine.answer.cut_length", language),
         withdrawn=t("engine.answer.withdrawn", language),
+        withdrawn_option=t("engine.answer.withdrawn_option", language),
         greeting=t("engine.answer.greeting", language),
         thanks=t("engine.answer.thanks", language),
         goodbye=t("engine.answer.goodbye", language),

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from broker.protocol import FinishReason
+from engine.answering.wording import Withdrawn
 from engine.backends.base import Backend, ChatMessage, GenerationLimits, GenerationStopped, Pieces
 from engine.cancelled import CancelledSessions
 from engine.generation.paragraphs import ParagraphLimit
@@ -39,7 +40,8 @@ class Generation:
     finish_reason: FinishReason = "stop"  # how the model's answer ended, when it ran its course
     kept: int | None = None  # pieces of the text, when a repeated tail was dropped
     ended_at: int | None = None  # characters of the text, when it ended at a blank line
-    withdrawn: bool = False  # its words left out: a number nothing it read gave (numbers.py)
+    # Its words left out, and why: a "number" or an "option" nothing it read gave ("": kept).
+    withdrawn: Withdrawn = ""
 
     @property
     def finished_naturally(self) -> bool:

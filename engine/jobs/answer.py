@@ -14,7 +14,9 @@ from config.spaces import Spaces
 from config.texts import Locale
 from engine.answering.closing import closed_fence, closing
 from engine.answering.numbers import unbacked_numbers
+from engine.answering.options import unread_options
 from engine.answering.pipeline import AnswerPlanner, Plan
+from engine.answering.wording import Withdrawn
 from engine.backends.base import (
     Backend,
     BackendFailed,
@@ -106,7 +108,7 @@ class AnswerJob:
         await relay.close()
         if generation.finished_naturally:  # why it was cut, if it was; the quote and source
             streamed = generation.answer
-            generation.withdrawn = _gives_unread_number(generation, plan, request.session_id)
+            generation.withdrawn = _unread_in_words(generation, plan, request.session_id)
             generation.appendix = closing(
                 plan,
                 generation.finish_reason,
@@ -179,19 +181,23 @@ class AnswerJob:
                 return
 
 
-def _gives_unread_number(generation: Generation, plan: Plan, session_id: str) -> bool:
-    """Whether the model's words give a number that nothing it read gives (the question, the
-    conversation's turns it was given, the passages), when the site's quote can stand in for
-    them (engine/answering/numbers.py)."""
+def _unread_in_words(generation: Generation, plan: Plan, session_id: str) -> Withdrawn:
+    """Why the model's words are left out, if they are: they give a number or a command-line
+    option that nothing it read gives (the question, the conversation's turns it was given,
+    the passages), when the site's quote can stand in for them (numbers.py, options.py)."""
     if plan.evidence is None or not generation.answer:
-        return False
+        return ""
     read = [turn.content for turn in plan.messages]  # the system text, turns, passages, question
     cut = generation.finish_reason == "length"
     if unread := unbacked_numbers(generation.answer, read, cut=cut):
         log.info("session %s: the model's words left out, numbers nothing it read gives: %s",
                  session_id, ", ".join(unread))  # fmt: skip
-        return True
-    return False
+        return "number"
+    if unread := unread_options(generation.answer, read):
+        log.info("session %s: the model's words left out, options nothing it read gives: %s",
+                 session_id, ", ".join(unread))  # fmt: skip
+        return "option"
+    return ""
 
 
 def _failure_reason(error: Exception, replies: Replies) -> str:

@@ -1,0 +1,29 @@
+"""Command-line options the model's words give that nothing it read gives: the default model
+invents them.
+
+Tried on npm's documentation, "What does npm dedupe do?" was answered "It uses the -Ddprun
+option…", "How do I take a library out of my project again?" "use the `--uninstall-library`
+command", and an answer on private packages listed "--no-preinstall", "--no-precreate" and
+five more; none of them exists. Over the day's eval runs on the three real sites, every option
+the model wrote that its passages did not hold was invented. A reader copies an option into a
+terminal, so such words are left out as a wrong number is (numbers.py): the answer is the
+site's quote and sources alone.
+
+An option is a dash or two and a letter, at the start of a word ("--save-exact", "-g"; not the
+hyphens of "non-greedy" or a path's "/usr/-x"), in prose and in code alike: an example's
+options are claims about the tool. Its value ("=true") is not part of it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+OPTION_RE = re.compile(r"(?<![\w./\\-])(--?[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)")
+
+
+def unread_options(answer: str, read: Iterable[str]) -> list[str]:
+    """The options of ``answer`` that none of the texts in ``read`` holds, in order."""
+    given = {option for text in read for option in OPTION_RE.findall(text)}
+    said = dict.fromkeys(OPTION_RE.findall(answer))
+    return [option for option in said if option not in given]

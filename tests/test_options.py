@@ -1,0 +1,57 @@
+"""A command-line option the model's words give that nothing it read gives leaves its words out
+of the answer (engine/answering/options.py), as a wrong number does: the quote stands alone."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from bots.client import ConciergeClient
+from broker.amqp import Broker
+from broker.answer_text import without_sources
+from broker.protocol import TokenEvent
+from config.settings import Settings
+from engine.answering.history import model_words
+from engine.answering.options import unread_options
+from engine.answering.wording import WORDING
+from engine.backends.base import Backend
+from engine.knowledge.scrape.builder import build_kb
+from tests.conftest import start_engine
+from tests.grounded_fixture import ask, site_articles
+from tests.test_numbers import Says
+
+READ = "Use --save-exact to save an exact version. Run python -m pip install -r requirements.txt."
+
+
+def test_an_option_nothing_read_gives_is_found() -> None:
+    """The options SmolLM2 wrote on npm's documentation, none of which npm has."""
+    answer = "It uses the -Ddprun option, or `--uninstall-library`; then `npm -f no-deps`."
+    assert unread_options(answer, [READ]) == ["-Ddprun", "--uninstall-library", "-f"]
+
+
+def test_options_it_read_and_hyphenated_words_are_not_claims() -> None:
+    answer = (
+        "Pass --save-exact=true: a non-greedy, well-known way. In a shell:\n"
+        "```\npython -m pip install -r requirements.txt\n```\nSee /usr/lib/x-y and e-mail."
+    )
+    assert unread_options(answer, [READ]) == []
+    assert unread_options("Add -v.", [READ]) == ["-v"]
+    assert unread_options("Add -V.", ["add -v"]) == ["-V"]  # -V is not -v
+
+
+async def test_the_models_words_with_an_invented_option_are_left_out_for_the_quote(
+    settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
+    says = Says(backend, ["The last ferry leaves at 16:50. ", "Run `ferry --tonight` to check."])
+    engine = await start_engine(settings, says)  # type: ignore[arg-type]
+    async with ConciergeClient(settings, "test") as client:
+        done, events = await ask(client, "When does the last ferry leave Minato?")
+    await engine.stop()
+
+    streamed = "".join(e.text for e in events if isinstance(e, TokenEvent))
+    assert "--tonight" in streamed  # the asker saw it stream; the final text replaces it
+    assert done.text.startswith(WORDING["en"].withdrawn_option + "\n\n")
+    assert "--tonight" not in done.text and "16:50" in done.text  # the quote's
+    assert "ferry-timetable.html" in done.text
+    read_again = model_words(without_sources(done.text))  # as a follow-up's history
+    assert "16:50" in read_again and WORDING["en"].withdrawn_option not in read_again
