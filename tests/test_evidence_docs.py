@@ -232,3 +232,19 @@ def test_a_call_with_its_arguments_is_answered_by_its_entry_over_a_page_that_mee
 
     assert used and used[0].url.endswith("/functions.html") and used[0].anchor == "round"
     assert "even" in used[0].text  # "rounding is done toward the even choice"
+
+
+def test_a_synopsis_that_only_names_the_command_asked_about_is_not_its_quote() -> None:
+    """npm-prune's synopsis "npm prune [[<@scope>/]<pkg>...]" meets every word of "What does
+    npm prune do?" and says nothing of it; the page's opening line says what it does."""
+    page = page_sections((NPM_CACHE_PAGE.parent / "npm-prune.html").read_bytes())
+    assert page is not None
+    url = "http://docs.example/npm-prune.html"
+    opening, synopsis = (
+        Passage(page.title, url, s.text, heading=s.heading, anchor=s.anchor)
+        for s in page.sections[:2]
+    )
+
+    evidence = find_evidence("What does npm prune do?", [synopsis, opening])
+
+    assert evidence is not None and evidence.quote == "Remove extraneous packages"

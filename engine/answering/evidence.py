@@ -13,10 +13,13 @@ considered, if there are any. The sentence next to the best one in its paragraph
 when it meets needs the first does not, or is about the same thing (its context, not a fact
 from elsewhere), and the quote stays short.
 A sentence that announces what follows ("The following example rounds pi to three places:")
-takes the line after it, the example being the answer. Documentation describes a function in
-an entry under its signature ("shutil.rmtree(path, ...)" then "Delete an entire directory
-tree"), so a quote from an entry starts with the entry's signature, or its name when the
-signature is long: the sentence alone does not say what it describes. And a question that calls
+takes the line after it, the example being the answer. A line that only names what is asked
+about ("npm prune [[<@scope>/]<pkg>...]", the synopsis, for "What does npm prune do?") says
+nothing of it: another is quoted, else the opening of a passage that says something.
+Documentation describes a function in an entry under its signature ("shutil.rmtree(path,
+...)" then "Delete an entire directory tree"), so a quote from an entry starts with the entry's
+signature, or its name when the signature is long: the sentence alone does not say what it
+describes. And a question that calls
 a function by name (or names a setting: "fetch-timeout") is answered by that entry, not by
 another that mentions it in passing: by its sentence meeting the question, else by its opening
 ("fetch-timeout の既定値は": none of the entry's sentences holds the question's words).
@@ -48,6 +51,8 @@ REFERS_BACK_RE = re.compile(
     re.I,
 )
 NUMBER_RE = re.compile(r"[0-9\uff10-\uff19\u3007一二三四五六七八九十百千万]")  # and kanji numerals
+WORD_RE = re.compile(r"[a-z][a-z0-9]+")  # a Latin word of two letters or more
+PLACEHOLDER_RE = re.compile(r"<[^<>]*>")  # "<pkg>" in a synopsis
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +127,11 @@ def find_evidence(
         return opening(passages[min(named)], max_chars, with_name=True)
     if not candidates:
         return None
+    if not (candidates := [s for s in candidates if not _restates(s, passages, question)]):
+        # "What does npm dedupe do?": its synopsis "npm dedupe" meets every word of it
+        return next(
+            (opening(p) for p in passages if not _says_nothing(opening(p).quote, question)), None
+        )
     numbered = [s for s in candidates if s.has_number]
     if numbered and ASKS_FOR_NUMBER_RE.search(question):
         candidates = numbered  # "how much", "いくら": the answer is a number
@@ -245,6 +255,24 @@ def entries_named(question: str, passages: Sequence[Passage]) -> set[int]:
         return passage.title.strip().lower() in titles
 
     return {rank for rank, passage in enumerate(passages) if names_it(passage)}
+
+
+def _restates(sentence: _Sentence, passages: Sequence[Passage], question: str) -> bool:
+    """Whether ``sentence`` names what is asked about and says nothing of it ("npm dedupe",
+    "npm prune [[<@scope>/]<pkg>...]" for "What does npm dedupe do?"). Not an entry's name
+    alone ("EAFP"): what follows it is quoted instead (``_described``)."""
+    heading = passages[sentence.rank].heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()
+    return sentence.text != heading and _says_nothing(sentence.text, question)
+
+
+def _says_nothing(text: str, question: str) -> bool:
+    """Whether ``text`` holds no word and no number the question does not hold; placeholders
+    in angle brackets are no words."""
+    if NUMBER_RE.search(text):
+        return False
+    words = WORD_RE.findall(PLACEHOLDER_RE.sub(" ", text.lower()))
+    asked = set(WORD_RE.findall(question.lower()))
+    return bool(words) and all(word in asked for word in words)
 
 
 def _described(first: _Sentence, passage: Passage, sentences: Sequence[_Sentence]) -> _Sentence:
