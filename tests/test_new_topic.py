@@ -15,6 +15,8 @@ from engine.answering.history import leans_on_earlier
 from engine.answering.pipeline import AnswerPlanner
 from engine.knowledge.scrape.builder import build_kb
 from engine.knowledge.scrape.extract import extract_article
+from tests.grounded_fixture import BASE as SITE_BASE
+from tests.grounded_fixture import site_articles
 
 NPM_SITE = Path(__file__).resolve().parent.parent / "eval" / "npmdocs" / "site" / "commands"
 BASE = "http://docs.example"
@@ -95,3 +97,25 @@ def test_a_follow_up_is_still_searched_with_the_question_before(planner: AnswerP
 
     assert planner.plan(request).sources == (f"{BASE}/commands/npm-install.html",)
     assert sources_after(planner, CI_QUESTION, follow_up) == (f"{BASE}/commands/npm-ci.html",)
+
+
+def test_a_follow_up_whose_words_meet_no_sentence_is_quoted_by_the_conversations(
+    settings: Settings,
+) -> None:
+    """eval/followups.jsonl: "For how long can I keep them?" after a question on borrowing
+    books meets no sentence of the library card's page by its own words ("keep"); the
+    conversation's ("books", "borrow") find "borrow up to 10 books for three weeks"."""
+    build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
+    planner = AnswerPlanner(settings, lambda messages: 0)
+    history = (
+        HistoryTurn(role="user", text="How many books can I borrow with a library card?"),
+        HistoryTurn(role="assistant", text="Up to 10 books."),
+    )
+    request = make_request(
+        reply_to="b", user_id="u", question="For how long can I keep them?", ttl_s=9
+    )
+
+    plan = planner.plan(request.model_copy(update={"history": history}))
+
+    assert plan.sources == (f"{SITE_BASE}/library-card.html",)
+    assert plan.evidence is not None and "three weeks" in plan.evidence.quote

@@ -23,7 +23,8 @@ the site decides what the model may say, and most decisions are taken before it 
    sentences that meet it as well, for a question in another language than the pages, the
    nearest in meaning (its words, Japanese, meet none of theirs). A question naming what its
    article is about by the article's title ("http.server — HTTP servers") reads the article's
-   opening too, where a module's page says what matters most of it.
+   opening too, where a module's page says what matters most of it. A follow-up whose own
+   words meet no sentence ("For how long can I keep them?") is quoted by the conversation's.
 6. **Who writes**: the model, when it writes the question's language
    (``CONCIERGE_MODEL_LANGUAGES``) and, for a yes/no question, when it can
    (``CONCIERGE_MODEL_ANSWERS_YES_NO``, ``yes_no.py``); otherwise the quote alone.
@@ -142,7 +143,10 @@ class AnswerPlanner:
         passages = self._with_opening(asked, passages)  # "http.server を本番環境で…"
         across = language != language_of(passages[0].text)  # its words cannot choose the quote
         nearness = self._nearness if across else None
-        evidence = find_evidence(asked, passages, nearness=nearness) or opening(passages[0])  # 5
+        evidence = find_evidence(asked, passages, nearness=nearness)  # 5
+        if evidence is None and searched != asked:  # "For how long can I keep them?": the books
+            evidence = find_evidence(searched, passages, nearness=nearness)
+        evidence = evidence or opening(passages[0])
         if not self._model_writes(question, language):  # 6
             return Plan("quote_only", language, tuple(passages), evidence)
         messages, fitted = self.prompts.build(question, history, passages, evidence.quote)  # 7
