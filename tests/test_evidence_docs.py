@@ -198,11 +198,13 @@ def test_a_japanese_question_is_quoted_the_line_nearest_in_meaning_of_those_it_m
     assert shortest is not None and shortest.quote == "npm cache verify"
 
 
-def test_a_line_is_read_by_meaning_with_the_sentence_before_it() -> None:
-    """The tutorial's pip section: four lines hold "requirements.txt", the Japanese question's
-    only Latin word; "pip install -r requirements.txt" alone is nearest to "入れたパッケージ"
-    (the packages installed), the line that writes the list is so only after the sentence that
-    announces it ("A common convention is to put this list in a requirements.txt file:")."""
+def test_a_sentence_is_read_by_meaning_after_the_one_before_it() -> None:
+    """The tutorial's pip section: several sentences hold "requirements.txt", the Japanese
+    question's only Latin word; "pip install -r requirements.txt" alone is nearest to
+    "入れたパッケージ" (the packages installed). "A common convention is to put this list in a
+    requirements.txt file:", which brings the freeze command after its colon, is nearer only
+    read after the sentence before it ("python -m pip freeze will produce a similar list of
+    the installed packages…")."""
     section = section_passage("tutorial/venv.html", "Managing Packages with pip")
     question = (
         "仮想環境に入れたパッケージの一覧を requirements.txt に"
@@ -248,3 +250,7 @@ def test_a_synopsis_that_only_names_the_command_asked_about_is_not_its_quote() -
     evidence = find_evidence("What does npm prune do?", [synopsis, opening])
 
     assert evidence is not None and evidence.quote == "Remove extraneous packages"
+    # A sentence of the question's words alone answers it (found by review).
+    museum = Passage("Museum hours", url, "The museum is closed on Mondays. It opens at 9:00.")
+    said = find_evidence("Is the museum closed on Mondays?", [museum])
+    assert said is not None and said.quote.startswith("The museum is closed on Mondays.")

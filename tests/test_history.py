@@ -145,6 +145,12 @@ def test_each_turns_prompt_begins_with_the_last_turns_prompt_but_its_last_messag
             "A session lasts 60 minutes.",
         ),
         ("Cows.\n\n(Cut here: the answer reached its limit of 256 tokens.)", "Cows."),
+        # the model copied the label: the engine's quote is the last one
+        ("From the site: \u201cX.\u201d It opens.\n\nFrom the site: \u201cY.\u201d", "Y."),
+        (
+            "I read From the site: \u201cx\u201d inline.",
+            "I read From the site: \u201cx\u201d inline.",
+        ),
         (
             "Hello! Ask me anything about the site's articles.",
             "Hello! Ask me anything about the site's articles.",

@@ -7,7 +7,7 @@ quarter (it names what every sentence is about); on a tie, the one that also mee
 optional needs (its particles and framing words), then the one nearest the question in
 meaning when the caller can tell (``nearness``: a Japanese question about English pages meets
 them only by its Latin words, "npm" in every line of a synopsis), each read after the sentence
-before it in its paragraph (a command line alone says little), else the first and shortest.
+before it on its line ("this list" says little alone), else the first and shortest.
 When the question asks for a number ("how much", "いくら"), only sentences holding one are
 considered, if there are any. The sentence next to the best one in its paragraph is added
 when it meets needs the first does not, or is about the same thing (its context, not a fact
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from config.text_helpers import SENTENCE_RE, shorten
 from engine.answering.needs import Need, command_titles, entry_names, met, question_needs
+from engine.answering.wording import JAPANESE_RE
 from engine.knowledge.models import PATH_SEPARATOR, Passage
 
 TITLE_SHARE = 0.25  # a need the title holds tells the article's sentences apart less
@@ -51,7 +52,8 @@ REFERS_BACK_RE = re.compile(
     re.I,
 )
 NUMBER_RE = re.compile(r"[0-9\uff10-\uff19\u3007一二三四五六七八九十百千万]")  # and kanji numerals
-WORD_RE = re.compile(r"[a-z][a-z0-9]+")  # a Latin word of two letters or more
+LATIN_WORD_RE = re.compile(r"[a-z][a-z0-9]+")  # of two letters or more
+SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")
 PLACEHOLDER_RE = re.compile(r"<[^<>]*>")  # "<pkg>" in a synopsis
 
 
@@ -129,9 +131,8 @@ def find_evidence(
         return None
     if not (candidates := [s for s in candidates if not _restates(s, passages, question)]):
         # "What does npm dedupe do?": its synopsis "npm dedupe" meets every word of it
-        return next(
-            (opening(p) for p in passages if not _says_nothing(opening(p).quote, question)), None
-        )
+        openings = (opening(passage, max_chars) for passage in passages)
+        return next((found for found in openings if not _says_nothing(found.quote, question)), None)
     numbered = [s for s in candidates if s.has_number]
     if numbered and ASKS_FOR_NUMBER_RE.search(question):
         candidates = numbered  # "how much", "いくら": the answer is a number
@@ -187,9 +188,10 @@ def _sentences(rank: int, passage: Passage, needs: Sequence[Need]) -> list[_Sent
 
 
 def _in_context(sentence: _Sentence, sentences: Sequence[_Sentence]) -> str:
-    """The sentence after the one before it in its paragraph, as the encoder reads it: a line
-    alone says little ("$ python -m pip freeze > requirements.txt" under "A common convention
-    is to put this list in a requirements.txt file:")."""
+    """The sentence after the one before it on its line, as the encoder reads it: a sentence
+    alone may say little ("A common convention is to put this list in a requirements.txt
+    file:" after "python -m pip freeze will produce a similar list of the installed
+    packages…")."""
     before = (
         s.text
         for s in sentences
@@ -266,12 +268,14 @@ def _restates(sentence: _Sentence, passages: Sequence[Passage], question: str) -
 
 
 def _says_nothing(text: str, question: str) -> bool:
-    """Whether ``text`` holds no word and no number the question does not hold; placeholders
-    in angle brackets are no words."""
-    if NUMBER_RE.search(text):
+    """Whether ``text`` is a line like a synopsis (not a sentence: no closing stop, no
+    Japanese) that holds no word and no number the question does not hold; placeholders in
+    angle brackets are no words. "The museum is closed on Mondays." says something to "Is the
+    museum closed on Mondays?": it is the answer."""
+    if NUMBER_RE.search(text) or JAPANESE_RE.search(text) or text.rstrip().endswith(SENTENCE_ENDS):
         return False
-    words = WORD_RE.findall(PLACEHOLDER_RE.sub(" ", text.lower()))
-    asked = set(WORD_RE.findall(question.lower()))
+    words = LATIN_WORD_RE.findall(PLACEHOLDER_RE.sub(" ", text.lower()))
+    asked = set(LATIN_WORD_RE.findall(question.lower()))
     return bool(words) and all(word in asked for word in words)
 
 

@@ -39,7 +39,9 @@ from engine.answering.needs import question_needs
 from engine.answering.wording import WORDING
 from engine.backends.base import ChatMessage
 
-FEW_NEEDS = 2  # "How much for children?": too little of its own to be a new question
+# "How much for children?", "子供料金はいくら": a word of its own or two, too little to stand alone
+# (a need weighs its letters, a kanji two: "children" 8, 子供料金 8, 駐車場 6).
+FEW_NEEDS_WEIGHT = 8.0
 SEARCH_USER_TURNS = 2  # a follow-up leans on the question or two before it; older ones drift
 
 # Words by which a question points back at the conversation: it goes on ("And…", "What
@@ -48,7 +50,7 @@ LEANING_RE = re.compile(
     r"^\W*(?:and|but|also|so|then|or|what about|how about|same)\b"
     r"|\b(?:it|its|they|them|their|theirs|those|these|there|else)\b"
     r"|\b(?:ones?|instead)\b(?! of)"  # "an electric one?", not "one of my functions"
-    r"|^\W*(?:それ|その|そこ|そちら|あれ|あの|これ|この|こちら|じゃあ|じゃ|では|あと)",
+    r"|^\W*(?:それ|その|そこ|そちら|あれ|あの|これ|この|こちら|じゃあ|じゃ(?![が-ん])|では|あと)",
     re.IGNORECASE,
 )
 
@@ -70,21 +72,20 @@ class FittedHistory:
 NO_HISTORY = FittedHistory()
 
 
-def _engine_parts() -> tuple[tuple[str, ...], tuple[re.Pattern[str], ...]]:
-    """Where each of the engine's own parts of an answer begins (the quote, why it was cut,
-    the nearest sections, the note after a general answer), and the quote's pattern, in
-    every language."""
+def _engine_parts() -> tuple[re.Pattern[str], tuple[tuple[str, str], ...]]:
+    """Where one of the engine's own parts of an answer begins (the quote, why it was cut, the
+    nearest sections, the note after a general answer: at the start or after a blank line),
+    and the quote's label and closing mark, in every language."""
     starts, quotes = [], []
     for words in WORDING.values():
         before, after = words.evidence.split("{quote}")
-        quotes.append(re.compile(re.escape(before) + r"(.*)" + re.escape(after), re.DOTALL))
+        quotes.append((before, after))
         starts += [before, words.cut_repetition, words.withdrawn, words.withdrawn_option]
-        starts += [words.nearest, words.no_articles]
-        starts.append(words.cut_length.split("{", 1)[0])
-    return tuple(starts), tuple(quotes)
+        starts += [words.nearest, words.no_articles, words.cut_length.split("{", 1)[0]]
+    return re.compile(r"(?:\A|\n\n)(?:" + "|".join(map(re.escape, starts)) + ")"), tuple(quotes)
 
 
-ENGINE_PARTS, QUOTES = _engine_parts()
+ENGINE_PART_RE, QUOTE_MARKS = _engine_parts()
 
 
 def model_words(answer: str) -> str:
@@ -92,12 +93,14 @@ def model_words(answer: str) -> str:
     added; of an answer the engine gave alone, the quote's text without its label. SmolLM2
     copies the form of the turns it reads: after two Japanese answers that were quotes alone,
     an English one began with the Japanese quote's label."""
-    cut = min((at for part in ENGINE_PARTS if (at := answer.find(part)) >= 0), default=None)
-    words = answer[:cut].strip()
+    part = ENGINE_PART_RE.search(answer)
+    words = answer[: part.start() if part else None].strip()
     if words:
         return words
-    quote = next((m.group(1).strip() for q in QUOTES if (m := q.search(answer))), "")
-    return quote or answer.strip()
+    for label, close in QUOTE_MARKS:  # the last quote: the engine's, after any the model copied
+        if (at := answer.rfind(label)) >= 0 and answer.rstrip().endswith(close):
+            return answer[at + len(label) : len(answer.rstrip()) - len(close)].strip()
+    return answer.strip()
 
 
 def as_messages(history: Sequence[HistoryTurn]) -> list[ChatMessage]:
@@ -148,7 +151,8 @@ def leans_on_earlier(question: str) -> bool:
     if LEANING_RE.search(question):
         return True
     required = [need for need in question_needs(question) if not need.optional]
-    return len(required) <= FEW_NEEDS and not any(need.named for need in required)
+    weight = sum(need.weight for need in required)
+    return weight <= FEW_NEEDS_WEIGHT and not any(need.named for need in required)
 
 
 def search_text(question: str, history: Sequence[ChatMessage]) -> str:

@@ -213,7 +213,7 @@ def entry_names(question: str) -> list[str]:
 # Two words as a tool's command is written ("npm publish", "git commit"): a reference that gives
 # each command a page titles it with a hyphen ("npm-publish").
 COMMAND_WORDS_RE = re.compile(
-    r"(?<![\w.-])([a-z][a-z0-9]+) (?=([a-z][a-z0-9-]*[a-z0-9])(?![\w.-]))"
+    r"(?<![A-Za-z0-9_.-])([a-z][a-z0-9]+) (?=([a-z][a-z0-9-]*[a-z0-9])(?![A-Za-z0-9_.-]))"
 )
 
 

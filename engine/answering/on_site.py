@@ -184,12 +184,13 @@ def _heading_is_a_name(entry: Passage) -> bool:
     """Whether the entry's heading is a name as code writes it ("fetch-timeout",
     "json.dumps()"), not words ("Check-in"): only a name alone puts a question on the site.
     A command's page (its Synopsis, under the title "npm-publish") is named by its title."""
-    heading = entry.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()
-    return any(_is_a_name(text) for text in (heading, entry.title.strip()))
+    heading = entry.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()  # "class collections.deque()"
+    title = entry.title.strip()  # "npm-publish", not "json — JSON encoder and decoder"
+    return _is_a_name(heading) or (" " not in title and _is_a_name(title))
 
 
 def _is_a_name(text: str) -> bool:
-    return text == text.lower() and " " not in text and any(mark in text for mark in "-._(")
+    return text == text.lower() and any(mark in text for mark in "-._(")
 
 
 def _cosine(url: str, passages: Sequence[Passage]) -> float:

@@ -19,11 +19,17 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-OPTION_RE = re.compile(r"(?<![\w./\\-])(--?[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)")
+# Latin letters and digits only around it: Japanese may touch an option ("npmの-gオプション").
+OPTION_RE = re.compile(
+    r"(?<![A-Za-z0-9_./\\-])(--?[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)(?![A-Za-z0-9_])"
+)
 
 
-def unread_options(answer: str, read: Iterable[str]) -> list[str]:
-    """The options of ``answer`` that none of the texts in ``read`` holds, in order."""
+def unread_options(answer: str, read: Iterable[str], *, cut: bool = False) -> list[str]:
+    """The options of ``answer`` that none of the texts in ``read`` holds, in order; ``cut``:
+    the answer stopped at the token cap, maybe inside its last option ("--save-de")."""
+    if cut:
+        answer = re.sub(r"-[\w-]*\Z", "", answer.rstrip())
     given = {option for text in read for option in OPTION_RE.findall(text)}
     said = dict.fromkeys(OPTION_RE.findall(answer))
     return [option for option in said if option not in given]

@@ -32,8 +32,8 @@ the site decides what the model may say, and most decisions are taken before it 
    the question.
 
 After the model, ``closing.py`` adds why it was cut (if it was), the quote and the sources;
-when its words give a number nothing it read gives (``numbers.py``), they are left out and
-the quote stands alone, after a sentence saying so.
+when its words give a number or a command-line option nothing it read gives (``numbers.py``,
+``options.py``), they are left out and the quote stands alone, after a sentence saying so.
 """
 
 from __future__ import annotations
@@ -174,8 +174,10 @@ class AnswerPlanner:
         """``passages`` after their article's opening when the question names what the article
         is about, as its title gives it ("http.server — HTTP servers"): a module's page says
         what matters most of it first ("http.server is not recommended for production")."""
+        if " \u2014 " not in passages[0].title:
+            return passages
         subject = passages[0].title.split(" \u2014 ", 1)[0].strip().lower()
-        if " \u2014 " not in passages[0].title or not _names(asked, subject):
+        if not _names(asked, subject):
             return passages
         opening = self.kb.opening(passages[0].url)
         if opening is None or any(p.text == opening.text for p in passages):
@@ -207,5 +209,5 @@ class AnswerPlanner:
 def _names(question: str, subject: str) -> bool:
     """Whether ``question`` names ``subject`` as a word of its own ("http.server", not the
     "server" of "http.server" or "servers")."""
-    pattern = rf"(?<![\w.]){re.escape(subject)}(?![\w]|\.\w)"
+    pattern = rf"(?<![A-Za-z0-9_.]){re.escape(subject)}(?![A-Za-z0-9_]|\.[A-Za-z0-9_])"
     return re.search(pattern, question.lower()) is not None

@@ -193,7 +193,7 @@ def _unread_in_words(generation: Generation, plan: Plan, session_id: str) -> Wit
         log.info("session %s: the model's words left out, numbers nothing it read gives: %s",
                  session_id, ", ".join(unread))  # fmt: skip
         return "number"
-    if unread := unread_options(generation.answer, read):
+    if unread := unread_options(generation.answer, read, cut=cut):
         log.info("session %s: the model's words left out, options nothing it read gives: %s",
                  session_id, ", ".join(unread))  # fmt: skip
         return "option"
