@@ -78,6 +78,23 @@ def test_a_final_text_that_left_the_models_words_out_is_not_shown_twice() -> Non
     assert piped.getvalue() == "".join(pieces) + "\n"
 
 
+def test_an_answer_ended_at_a_blank_line_does_not_show_its_quote_twice() -> None:
+    """Seen in ``concierge chat < questions.txt``: the engine ended the model's answer at a
+    blank line after streaming its first newline, which the final text leaves out; the pipe
+    got the quote and the sources again after the streamed ones."""
+    closing = "From the site: \u201c1,200 yen\u201d\nSources:\n- Ferry <https://x/ferry>"
+    pieces = ["The answer is: 1,200 yen.", "\n", "\n\n" + closing]
+    final = "The answer is: 1,200 yen.\n\n" + closing
+    piped = io.StringIO()
+    plain = PlainText(piped)
+    for piece in pieces:
+        plain.add(piece)
+    plain.finish(final)
+    assert piped.getvalue() == "".join(pieces) + "\n"
+    shown = _rendered(pieces, final)
+    assert sum("From the site" in line for line in shown) == 1
+
+
 def test_a_block_ends_at_a_blank_line_outside_a_code_fence() -> None:
     assert finished_length("Para one.\n\nPara") == len("Para one.\n\n")
     assert finished_length("```\ncode\n\nmore") == 0

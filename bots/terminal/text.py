@@ -44,13 +44,29 @@ def answer_text(stream: TextIO) -> AnswerText:
 
 
 def common_length(one: str, other: str) -> int:
-    """How many characters the two texts share from their start."""
-    length = 0
-    for a, b in zip(one, other, strict=False):
-        if a != b:
+    """How many characters of ``one`` ``other`` holds from their start, a run of whitespace
+    matching one of any length: an answer the engine ended at a blank line streamed the
+    newline before it, which its final text leaves out (docs/protocol.md, ``done``), and a
+    pipe would otherwise get the quote and the sources after it twice."""
+    i = j = 0
+    while i < len(one) and j < len(other):
+        if one[i].isspace() and other[j].isspace():
+            run_end, other_end = _run_end(one, i), _run_end(other, j)
+            if other_end == len(other):  # ``other`` ends in this run: as much of it as it has
+                return min(run_end, i + other_end - j)
+            i, j = run_end, other_end
+        elif one[i] == other[j]:
+            i, j = i + 1, j + 1
+        else:
             break
-        length += 1
-    return length
+    return i
+
+
+def _run_end(text: str, start: int) -> int:
+    """Where the run of whitespace at ``start`` ends."""
+    while start < len(text) and text[start].isspace():
+        start += 1
+    return start
 
 
 def shown_final(final: str, streamed: str) -> str:
