@@ -131,7 +131,7 @@ def test_each_turns_prompt_begins_with_the_last_turns_prompt_but_its_last_messag
     [
         (
             "Ferries leave at 9.\n\nFrom the site: \u201cThe ferry leaves at 9:00.\u201d",
-            "Ferries leave at 9.",
+            "Ferries leave at 9.\n\nThe ferry leaves at 9:00.",  # the quote, without its label
         ),
         ("サイトの記事より\uff1a「npm cache clean [<key>]」", "npm cache clean [<key>]"),
         (
@@ -157,8 +157,11 @@ def test_each_turns_prompt_begins_with_the_last_turns_prompt_but_its_last_messag
         ),
     ],
 )
-def test_the_model_reads_an_earlier_answer_without_the_engines_parts(shown: str, read: str) -> None:
+def test_the_model_reads_an_earlier_answer_without_the_engines_labels(
+    shown: str, read: str
+) -> None:
     """SmolLM2 copies the form of the turns it reads: after two Japanese quote-only answers an
-    English one began with the Japanese label. The asker's turns are read as sent."""
+    English one began with the Japanese label. The quote's text stays: given its own words
+    alone, it repeated them as the next answer. The asker's turns are read as sent."""
     turns = [HistoryTurn(role="user", text=shown), HistoryTurn(role="assistant", text=shown)]
     assert as_messages(turns) == [ChatMessage("user", shown), ChatMessage("assistant", read)]

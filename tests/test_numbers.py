@@ -10,9 +10,10 @@ from typing import Any
 
 import pytest
 
+from bots.ask import Ask
 from bots.client import ConciergeClient
 from broker.amqp import Broker
-from broker.protocol import TokenEvent
+from broker.protocol import Done, HistoryTurn, TokenEvent
 from config.settings import Settings
 from engine.answering.numbers import unbacked_numbers
 from engine.answering.wording import WORDING
@@ -20,6 +21,7 @@ from engine.backends.base import Backend, ChatMessage, GenerationLimits, Pieces,
 from engine.knowledge.scrape.builder import build_kb
 from tests.conftest import start_engine
 from tests.grounded_fixture import ask, site_articles
+from tests.helpers import collect
 
 PAGE = "fetch-timeout — Default: 300000 (5 minutes). Retries 2 times, 1,200 ms apart."
 
@@ -112,3 +114,29 @@ async def test_words_left_out_inside_an_open_code_block_close_it_before_the_note
     last = [e.text for e in events if isinstance(e, TokenEvent)][-1]
     assert last.startswith("\n```\n\n" + WORDING["en"].withdrawn)
     assert done.text.startswith(WORDING["en"].withdrawn)
+
+
+async def test_a_number_only_the_models_earlier_answer_gave_is_not_backed(
+    settings: Settings, backend: Backend, broker: Broker
+) -> None:
+    """Seen in ``concierge chat``: after the ferry's "The answer is: 1,200 yen.", "How much is
+    the museum for adults?" got "The answer is: 1,200 yen." again (the museum: 800 yen). The
+    model's own earlier answers are no source; the asker's turns are."""
+    build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
+    history = (
+        HistoryTurn(role="user", text="How much is the ferry ticket? We are 3 adults."),
+        HistoryTurn(role="assistant", text="The answer is: 1,200 yen."),
+    )
+    texts = {}
+    for said in ("1,200", "3"):
+        says = Says(backend, [f"The answer is: {said} "])
+        engine = await start_engine(settings, says)  # type: ignore[arg-type]
+        async with ConciergeClient(settings, "test") as client:
+            asked = Ask("How much is the museum for adults?", "u1", history=history)
+            events = await collect(await client.ask(asked), timeout_s=120)
+        await engine.stop()
+        assert isinstance(events[-1], Done)
+        texts[said] = events[-1].text
+
+    assert texts["1,200"].startswith(WORDING["en"].withdrawn)
+    assert texts["3"].startswith("The answer is: 3")  # the asker said it

@@ -89,18 +89,18 @@ ENGINE_PART_RE, QUOTE_MARKS = _engine_parts()
 
 
 def model_words(answer: str) -> str:
-    """An earlier answer as the model reads it again: its own words, before what the engine
-    added; of an answer the engine gave alone, the quote's text without its label. SmolLM2
-    copies the form of the turns it reads: after two Japanese answers that were quotes alone,
-    an English one began with the Japanese quote's label."""
+    """An earlier answer as the model reads it again: its own words, then the quote's text
+    without its label; the engine's notes left out. SmolLM2 copies the form of the turns it
+    reads: after two Japanese answers that were quotes alone, an English one began with the
+    Japanese quote's label. Given its own words alone, it repeated them as the next answer
+    ("The answer is: 1,200 yen." to "How much is the museum for adults?"): the quote stays."""
     part = ENGINE_PART_RE.search(answer)
     words = answer[: part.start() if part else None].strip()
-    if words:
-        return words
     for label, close in QUOTE_MARKS:  # the last quote: the engine's, after any the model copied
         if (at := answer.rfind(label)) >= 0 and answer.rstrip().endswith(close):
-            return answer[at + len(label) : len(answer.rstrip()) - len(close)].strip()
-    return answer.strip()
+            quote = answer[at + len(label) : len(answer.rstrip()) - len(close)].strip()
+            return f"{words}\n\n{quote}".strip()
+    return words or answer.strip()
 
 
 def as_messages(history: Sequence[HistoryTurn]) -> list[ChatMessage]:

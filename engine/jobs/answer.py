@@ -183,11 +183,14 @@ class AnswerJob:
 
 def _unread_in_words(generation: Generation, plan: Plan, session_id: str) -> Withdrawn:
     """Why the model's words are left out, if they are: they give a number or a command-line
-    option that nothing it read gives (the question, the conversation's turns it was given,
-    the passages), when the site's quote can stand in for them (numbers.py, options.py)."""
+    option that nothing it read gives (the question, the asker's turns it was given, the
+    passages), when the site's quote can stand in for them (numbers.py, options.py)."""
     if plan.evidence is None or not generation.answer:
         return ""
-    read = [turn.content for turn in plan.messages]  # the system text, turns, passages, question
+    # The system text, the asker's turns, the passages and the question; not the model's own
+    # earlier answers: "The answer is: 1,200 yen." (the ferry's) to "How much is the museum
+    # for adults?" (800 yen) is a number nothing on the site backs for it.
+    read = [turn.content for turn in plan.messages if turn.role != "assistant"]
     cut = generation.finish_reason == "length"
     if unread := unbacked_numbers(generation.answer, read, cut=cut):
         log.info("session %s: the model's words left out, numbers nothing it read gives: %s",
