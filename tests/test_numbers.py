@@ -13,7 +13,7 @@ import pytest
 from bots.ask import Ask
 from bots.client import ConciergeClient
 from broker.amqp import Broker
-from broker.protocol import Done, HistoryTurn, TokenEvent
+from broker.protocol import Done, HistoryTurn, ReplyEvent, TokenEvent
 from config.settings import Settings
 from engine.answering.numbers import unbacked_numbers
 from engine.answering.wording import WORDING
@@ -99,17 +99,26 @@ async def test_the_models_words_with_a_wrong_time_are_left_out_for_the_quote(
     assert len(left_out) == 1 and left_out[0].endswith("nothing it read gives: 16:55")
 
 
+async def ferry_answer(
+    settings: Settings, backend: Backend, pieces: Sequence[str]
+) -> tuple[Done, list[ReplyEvent]]:
+    """The test site's answer to the last ferry's time, the model saying ``pieces``."""
+    build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
+    engine = await start_engine(settings, Says(backend, pieces))  # type: ignore[arg-type]
+    async with ConciergeClient(settings, "test") as client:
+        done, events = await ask(client, "When does the last ferry leave Minato?")
+    await engine.stop()
+    return done, events
+
+
 async def test_words_left_out_inside_an_open_code_block_close_it_before_the_note(
     settings: Settings, backend: Backend, broker: Broker
 ) -> None:
     """Else the note, the quote and the sources would show as code where the streamed words
     stay shown (the terminal)."""
-    build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
-    says = Says(backend, ["It leaves at 16:55:\n```\n", "ferry --at 16:55"])
-    engine = await start_engine(settings, says)  # type: ignore[arg-type]
-    async with ConciergeClient(settings, "test") as client:
-        done, events = await ask(client, "When does the last ferry leave Minato?")
-    await engine.stop()
+    done, events = await ferry_answer(
+        settings, backend, ["It leaves at 16:55:\n```\n", "ferry --at 16:55"]
+    )
 
     last = [e.text for e in events if isinstance(e, TokenEvent)][-1]
     assert last.startswith("\n```\n\n" + WORDING["en"].withdrawn)

@@ -3,9 +3,6 @@ of the answer (engine/answering/options.py), as a wrong number does: the quote s
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
-from bots.client import ConciergeClient
 from broker.amqp import Broker
 from broker.answer_text import without_sources
 from broker.protocol import TokenEvent
@@ -14,10 +11,7 @@ from engine.answering.history import model_words
 from engine.answering.options import unread_options
 from engine.answering.wording import WORDING
 from engine.backends.base import Backend
-from engine.knowledge.scrape.builder import build_kb
-from tests.conftest import start_engine
-from tests.grounded_fixture import ask, site_articles
-from tests.test_numbers import Says
+from tests.test_numbers import ferry_answer
 
 READ = "Use --save-exact to save an exact version. Run python -m pip install -r requirements.txt."
 
@@ -41,12 +35,8 @@ def test_options_it_read_and_hyphenated_words_are_not_claims() -> None:
 async def test_the_models_words_with_an_invented_option_are_left_out_for_the_quote(
     settings: Settings, backend: Backend, broker: Broker
 ) -> None:
-    build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
-    says = Says(backend, ["The last ferry leaves at 16:50. ", "Run `ferry --tonight` to check."])
-    engine = await start_engine(settings, says)  # type: ignore[arg-type]
-    async with ConciergeClient(settings, "test") as client:
-        done, events = await ask(client, "When does the last ferry leave Minato?")
-    await engine.stop()
+    pieces = ["The last ferry leaves at 16:50. ", "Run `ferry --tonight` to check."]
+    done, events = await ferry_answer(settings, backend, pieces)
 
     streamed = "".join(e.text for e in events if isinstance(e, TokenEvent))
     assert "--tonight" in streamed  # the asker saw it stream; the final text replaces it

@@ -51,6 +51,16 @@ def test_angle_brackets_are_shown_as_written_in_code_and_out() -> None:
     assert "x <y> z" in shown[1]
 
 
+def _piped(pieces: list[str], final: str) -> str:
+    """What a pipe gets once ``pieces`` streamed into a ``PlainText`` and ended."""
+    piped = io.StringIO()
+    plain = PlainText(piped)
+    for piece in pieces:
+        plain.add(piece)
+    plain.finish(final)
+    return piped.getvalue()
+
+
 def test_text_a_lost_piece_left_out_is_shown_at_the_end() -> None:
     shown = _rendered(["One ", "two "], "One two three.")
     assert shown == ["One two three."]
@@ -70,12 +80,7 @@ def test_a_final_text_that_left_the_models_words_out_is_not_shown_twice() -> Non
     shown = _rendered(pieces, final)
     assert shown == ["The default is 30000.", "(My own answer is left out.)",
                      "From the site: \u201c300000\u201d"]  # fmt: skip
-    piped = io.StringIO()
-    plain = PlainText(piped)
-    for piece in pieces:
-        plain.add(piece)
-    plain.finish(final)
-    assert piped.getvalue() == "".join(pieces) + "\n"
+    assert _piped(pieces, final) == "".join(pieces) + "\n"
 
 
 def test_an_answer_ended_at_a_blank_line_does_not_show_its_quote_twice() -> None:
@@ -85,12 +90,7 @@ def test_an_answer_ended_at_a_blank_line_does_not_show_its_quote_twice() -> None
     closing = "From the site: \u201c1,200 yen\u201d\nSources:\n- Ferry <https://x/ferry>"
     pieces = ["The answer is: 1,200 yen.", "\n", "\n\n" + closing]
     final = "The answer is: 1,200 yen.\n\n" + closing
-    piped = io.StringIO()
-    plain = PlainText(piped)
-    for piece in pieces:
-        plain.add(piece)
-    plain.finish(final)
-    assert piped.getvalue() == "".join(pieces) + "\n"
+    assert _piped(pieces, final) == "".join(pieces) + "\n"
     shown = _rendered(pieces, final)
     assert sum("From the site" in line for line in shown) == 1
 
