@@ -189,3 +189,33 @@ def test_passages_carry_their_section_and_link_to_it(tmp_path: Path) -> None:
 def test_a_section_of_one_line_survives_the_trip() -> None:
     section = Section(("A", "B"), "b", "words")
     assert section.heading == "A \u203a B"
+
+
+# Node.js 20's API page on node:path (MIT, as Debian's nodejs-doc ships it), one entry of it.
+NODE_ENTRY = """<html><body><main><h2>Path</h2>
+<section><h3><code>path.basename(path[, suffix])</code><span><a class="mark"
+href="#pathbasenamepath-suffix" id="pathbasenamepath-suffix">#</a></span></h3>
+<div class="api_metadata">
+<details class="changelog"><summary>History</summary>
+<table>
+<tbody><tr><th>Version</th><th>Changes</th></tr>
+<tr><td>v6.0.0</td>
+<td><p>Passing a non-string as the <code>path</code> argument will throw now.</p></td></tr>
+<tr><td>v0.1.25</td>
+<td><p><span>Added in: v0.1.25</span></p></td></tr>
+</tbody></table>
+</details>
+</div>
+<p>The <code>path.basename()</code> method returns the last portion of a <code>path</code>,
+similar to the Unix <code>basename</code> command.</p></section></main></body></html>"""
+
+
+def test_an_entrys_history_of_changes_is_read_as_when_it_was_added() -> None:
+    """Node.js opens each entry with a collapsed "History" table: stored whole, it was the
+    start of every entry's text, and so of its quote."""
+    page = page_sections(NODE_ENTRY.encode())
+    assert page is not None
+    entry = page.sections[-1]
+
+    assert entry.text.startswith("Added in: v0.1.25\nThe path.basename() method returns")
+    assert "History" not in entry.text and "v6.0.0" not in entry.text

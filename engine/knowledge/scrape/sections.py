@@ -5,7 +5,8 @@ page's table of contents, "Show source" and "Edit this page" links, version bann
 footer. Stored as article text, that chrome came back as answers, and a 56,000-character page
 was one article in which the answer could not be found (docs/quality.md, "Real documentation").
 So the page's main container is found (``<main>``, ``role=main``, ``<article>``, or a theme's
-usual body), the chrome inside it is dropped, and the text is split at its headings: every
+usual body), the chrome inside it is dropped (and an entry's collapsed history of changes
+kept as "Added in: v…" alone), and the text is split at its headings: every
 section carries the path of headings above it ("Data Structures > More on Lists") and the
 id a link can point to (``page#more-on-lists``).
 
@@ -50,6 +51,10 @@ DROPPED_NAMES = re.compile(
     r"prev-?next|pagination|feedback|copy-?button|sr-only|visually-hidden|footer|srclink",
     re.IGNORECASE,
 )
+# An entry's history of changes, a collapsed table ("History": version, change), and the one
+# line of it kept ("Added in: v0.1.25").
+CHANGELOG_NAMES = re.compile(r"changelog", re.IGNORECASE)
+ADDED_IN_RE = re.compile(r"\s*Added in: v")
 # A label a theme puts beside a page's name in its heading ("npm-install @11.19.1"): the
 # version, not part of the name the answers and the sources show.
 HEADING_LABELS = re.compile(r"version|badge", re.IGNORECASE)
@@ -102,6 +107,7 @@ def page_sections(html: bytes, root: _Element | None = None) -> Page | None:
     if main is None:
         return None
     _drop_chrome(main)
+    _history_as_added_in(main)
     sections = _Splitter().split(main)
     if sum(len(section.text) for section in sections) < MIN_MAIN_CHARS:
         return None
@@ -151,6 +157,21 @@ def _drop_chrome(main: _Element) -> None:
     for element in doomed:
         if element.getparent() is not None:
             element.drop_tree()  # keeps the element's tail text
+
+
+def _history_as_added_in(main: _Element) -> None:
+    """An entry's history of changes (Node.js's API pages: a collapsed "History" table of
+    versions and changes before each entry's description) as the line "Added in: v0.1.25"
+    alone: stored as it is, the table opened every entry's text, and so its quote and what the
+    model read first ("History / Version | Changes / v6.0.0 / Passing a non-string…")."""
+    for history in list(main.iter("details")):
+        if not _names_match(history, CHANGELOG_NAMES) or history.getparent() is None:
+            continue
+        added = [text for text in map(_spaced, history.itertext()) if ADDED_IN_RE.match(text)]
+        line = lxml_html.Element("p")
+        line.text = " ".join(dict.fromkeys(text.strip() for text in added))
+        line.tail = history.tail
+        history.getparent().replace(history, line)
 
 
 def _names_match(element: _Element, pattern: re.Pattern[str]) -> bool:
