@@ -30,6 +30,13 @@ def test_options_it_read_and_hyphenated_words_are_not_claims() -> None:
     assert unread_options(answer, [READ]) == []
     assert unread_options("Add -v.", [READ]) == ["-v"]
     assert unread_options("Add -V.", ["add -v"]) == ["-V"]  # -V is not -v
+    # npm documents its settings without dashes: "save-exact" backs "--save-exact" (review)
+    setting = "save-exact\nDefault: false\nDependencies saved will have an exact version."
+    assert unread_options("Run npm install --save-exact.", [setting]) == []
+    assert unread_options("Run npm install --exact --force.", ["exact force"]) == [
+        "--exact",
+        "--force",
+    ]
 
 
 async def test_the_models_words_with_an_invented_option_are_left_out_for_the_quote(

@@ -11,7 +11,8 @@ site's quote and sources alone.
 
 An option is a dash or two and a letter, at the start of a word ("--save-exact", "-g"; not the
 hyphens of "non-greedy" or a path's "/usr/-x"), in prose and in code alike: an example's
-options are claims about the tool. Its value ("=true") is not part of it.
+options are claims about the tool. Its value ("=true") is not part of it. A setting the
+reference names without its dashes ("save-exact") backs its long option ("--save-exact").
 """
 
 from __future__ import annotations
@@ -25,11 +26,19 @@ OPTION_RE = re.compile(
 )
 
 
+# A setting as a reference names it, without its dashes ("save-exact": npm's settings are
+# documented so, and written "--save-exact" on the command line). Two words or more: a plain
+# word ("force") is no setting.
+SETTING_RE = re.compile(r"(?<![A-Za-z0-9_-])([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?![A-Za-z0-9_-])")
+
+
 def unread_options(answer: str, read: Iterable[str], *, cut: bool = False) -> list[str]:
     """The options of ``answer`` that none of the texts in ``read`` holds, in order; ``cut``:
     the answer stopped at the token cap, maybe inside its last option ("--save-de")."""
     if cut:
         answer = re.sub(r"-[\w-]*\Z", "", answer.rstrip())
-    given = {option for text in read for option in OPTION_RE.findall(text)}
+    texts = list(read)
+    given = {option for text in texts for option in OPTION_RE.findall(text)}
+    settings = {setting for text in texts for setting in SETTING_RE.findall(text)}
     said = dict.fromkeys(OPTION_RE.findall(answer))
-    return [option for option in said if option not in given]
+    return [o for o in said if o not in given and o.removeprefix("--") not in settings]
