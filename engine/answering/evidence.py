@@ -36,6 +36,7 @@ from config.text_helpers import SENTENCE_RE, shorten
 from engine.answering.needs import Need, command_titles, entry_names, met, question_needs
 from engine.answering.wording import JAPANESE_RE
 from engine.knowledge.models import PATH_SEPARATOR, Passage
+from engine.knowledge.query import LATIN_WORD_RE
 
 TITLE_SHARE = 0.25  # a need the title holds tells the article's sentences apart less
 MAX_QUOTE_CHARS = 280  # two short sentences: more is reading the article, not checking a claim
@@ -52,7 +53,6 @@ REFERS_BACK_RE = re.compile(
     re.I,
 )
 NUMBER_RE = re.compile(r"[0-9\uff10-\uff19\u3007一二三四五六七八九十百千万]")  # and kanji numerals
-LATIN_WORD_RE = re.compile(r"[a-z][a-z0-9]+")  # of two letters or more
 SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")
 PLACEHOLDER_RE = re.compile(r"<[^<>]*>")  # "<pkg>" in a synopsis
 

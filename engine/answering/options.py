@@ -20,16 +20,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from engine.answering.needs import hyphenated_names
+
 # Latin letters and digits only around it: Japanese may touch an option ("npmの-gオプション").
 OPTION_RE = re.compile(
     r"(?<![A-Za-z0-9_./\\-])(--?[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)(?![A-Za-z0-9_])"
 )
-
-
-# A setting as a reference names it, without its dashes ("save-exact": npm's settings are
-# documented so, and written "--save-exact" on the command line). Two words or more: a plain
-# word ("force") is no setting.
-SETTING_RE = re.compile(r"(?<![A-Za-z0-9_-])([a-z][a-z0-9]*(?:-[a-z0-9]+)+)(?![A-Za-z0-9_-])")
 
 
 def unread_options(answer: str, read: Iterable[str], *, cut: bool = False) -> list[str]:
@@ -39,6 +35,8 @@ def unread_options(answer: str, read: Iterable[str], *, cut: bool = False) -> li
         answer = re.sub(r"-[\w-]*\Z", "", answer.rstrip())
     texts = list(read)
     given = {option for text in texts for option in OPTION_RE.findall(text)}
-    settings = {setting for text in texts for setting in SETTING_RE.findall(text)}
+    # A setting as a reference names it, without its dashes ("save-exact": npm documents its
+    # settings so); a plain word ("force") is no setting.
+    settings = {setting for text in texts for setting in hyphenated_names(text)}
     said = dict.fromkeys(OPTION_RE.findall(answer))
     return [o for o in said if o not in given and o.removeprefix("--") not in settings]
