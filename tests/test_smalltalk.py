@@ -87,6 +87,8 @@ def test_a_question_is_never_small_talk(said: str) -> None:
             "What time is the first boat in the morning?",
         ),
         ("thanks!", "thanks!"),
+        ("--watch オプションは何をしますか？", "--watch オプションは何をしますか？"),  # noqa: RUF001
+        (".mjs files: are they ES modules?", ".mjs files: are they ES modules?"),
     ],
 )
 def test_the_search_reads_a_question_without_the_small_talk_around_it(

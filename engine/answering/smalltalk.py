@@ -94,7 +94,8 @@ def without_small_talk(question: str) -> str:
     last = len(units) - _small_talk_run(units[::-1])
     if first >= last:
         return question
-    start, end = units[first][0], len(question)
+    # nothing before it: as it begins ("--watch オプションは…" keeps its dashes, ".mjs" its dot)
+    start, end = (units[first][0] if first else 0), len(question)
     if last < len(units):  # after the question, only as a sentence of its own ("...? Thanks!")
         said_after = _skip(question, units[last - 1][0], word=True)
         if SENTENCE_END_RE.search(question, said_after, units[last][0]):
