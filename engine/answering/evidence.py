@@ -23,6 +23,11 @@ describes. And a question that calls
 a function by name (or names a setting: "fetch-timeout") is answered by that entry, not by
 another that mentions it in passing: by its sentence meeting the question, else by its opening
 ("fetch-timeout の既定値は": none of the entry's sentences holds the question's words).
+Every sentence of that entry is about its name, which it need not repeat ("Returns the
+operating system's default directory for temporary files" in ``os.tmpdir()``'s), so among them
+the first the entry says in words (not "Added in: v0.9.9", "Returns: <string>" or a line of
+code) is what it is or does. An entry is found by its anchor or its heading ("os.tmpdir()",
+whose Node.js anchor is "ostmpdir").
 """
 
 from __future__ import annotations
@@ -45,16 +50,38 @@ MAX_SIGNATURE_CHARS = 160  # an entry's signature before its quote; a longer one
 ASKS_FOR_NUMBER_RE = re.compile(  # not "when": "the first Sunday of the month" is an answer
     r"\bhow (?:much|many|long|late|early|old)\b|\bwhat time\b|いくら|何[時日分円歳回]", re.I
 )
+# A question in Japanese asking what a thing is or does ("--watch オプションは何をしますか"): its
+# entry's description answers it, whatever sentence is nearest in meaning.
+ASKS_WHAT_IT_IS_RE = re.compile(r"何をします|何をする|とは(?:何|なん)|って何|は何ですか")
 # A sentence that names its subject by pointing back ("calling this function is the best
 # practice"): the sentence before it says what "this function" is.
 REFERS_BACK_RE = re.compile(
     r"\b(?:this|these|that|those|such) (?:function|method|class|module|option|argument|"
-    r"parameter|attribute|decorator|command|flag|approach|way|style|technique|value)s?\b",
+    r"parameter|attribute|decorator|command|flag|approach|way|style|technique|value)s?\b"
+    # or goes on from it: "For instance, dns.lookup() will almost always resolve…"
+    r"|^(?:for (?:instance|example)|however|otherwise|instead|therefore|thus|in that case)\b",
     re.I,
 )
 NUMBER_RE = re.compile(r"[0-9\uff10-\uff19\u3007一二三四五六七八九十百千万]")  # and kanji numerals
 SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")
 PLACEHOLDER_RE = re.compile(r"<[^<>]*>")  # "<pkg>" in a synopsis
+# An entry's heading after its name: the arguments of a signature ("child_process.exec(command[,
+# options])"), an option's value ("--max-old-space-size=SIZE (in MiB)").
+SIGNATURE_REST_RE = re.compile(r"[(=\s].*$")
+# A line of an entry's facts that says nothing of what it does: "Added in: v0.9.9", "Stability:
+# 2 - Stable", "Returns: <string>" (the type alone; "Returns the directory..." is the answer).
+ENTRY_LABEL_RE = re.compile(
+    r"(?:Added in|Deprecated since|Stability|Returns|Type)\s*:"
+    r"(?:\s|,|v?\d[\d.]*|-|\||Stable|Experimental|Deprecated|Legacy)*\.?"
+)
+# A fact an entry's list item gives under a label, after its description: "Default: 1024 * 1024."
+LABELLED_FACT_RE = re.compile(r"[A-Z][A-Za-z ]{1,20}: \S.{0,80}$")
+# What a question calls the thing it names ("the --watch flag", "the os.cpus() function"): the
+# entry's sentences need not say it, since the entry is that thing.
+ENTRY_KINDS = frozenset(
+    "flag flags option options function functions method methods property class event "
+    "command setting variable module".split()
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +101,8 @@ class _Sentence:
     text: str
     met: frozenset[int]  # indexes of the needs it meets
     has_number: bool
+    implied: frozenset[int] = frozenset()  # of them, met by its entry's name, not its words
+    by_name: frozenset[int] = frozenset()  # the needs its entry's name meets, in its words or not
 
 
 class _Scorer:
@@ -119,11 +148,15 @@ def find_evidence(
     the entry it names when none of the entry's sentences meets it; None when no sentence
     meets any of its required needs."""
     needs = question_needs(question)
-    sentences = [s for rank, p in enumerate(passages) for s in _sentences(rank, p, needs)]
+    named = entries_named(question, passages)
+    if named:  # "What does the --watch flag do?": the entry says what it does, not "flag"
+        needs = [need for need in needs if not set(need.forms) & ENTRY_KINDS]
+    sentences = [
+        s for rank, p in enumerate(passages) for s in _sentences(rank, p, needs, rank in named)
+    ]
     score = _Scorer(needs, sentences, " ".join(dict.fromkeys(p.title for p in passages)))
     candidates = [s for s in sentences if score.required(s.met) > 0]
-    named = entries_named(question, passages)
-    if named and not any(s.rank in named for s in candidates):
+    if named and not any(s.rank in named and score.required(s.met - s.implied) for s in sentences):
         # "fetch-timeout の既定値は?": the entry asked about, though none of its sentences
         # meets the question's other words (its name is its heading), over a neighbour's.
         return opening(passages[min(named)], max_chars, with_name=True)
@@ -133,18 +166,23 @@ def find_evidence(
         # "What does npm dedupe do?": its synopsis "npm dedupe" meets every word of it
         openings = (opening(passage, max_chars) for passage in passages)
         return next((found for found in openings if not _says_nothing(found.quote, question)), None)
-    numbered = [s for s in candidates if s.has_number]
-    if numbered and ASKS_FOR_NUMBER_RE.search(question):
-        candidates = numbered  # "how much", "いくら": the answer is a number
-    if entry := [s for s in candidates if s.rank in named]:
-        candidates = entry  # "What does tempfile.mkdtemp() return?": its entry says
+    candidates = _narrowed(candidates, question, named)
 
     def met_score(s: _Sentence) -> tuple[float, float]:
         return score.required(s.met), score.optional(s.met)
 
     best = max(met_score(s) for s in candidates)
     tied = [s for s in candidates if met_score(s) == best]
-    if len(tied) > 1 and nearness is not None:
+    if any(s.rank in named for s in tied) and (
+        nearness is None or ASKS_WHAT_IT_IS_RE.search(question)
+    ):
+        # Every sentence of the entry meets its name: what it says first is what it is or does
+        # (in other words than the page's, the meaning picks the one asked about: "既定値")
+        first = max(
+            tied,
+            key=lambda s: (_is_prose(s.text), score.required(s.met - s.by_name), -s.rank, -s.index),
+        )
+    elif len(tied) > 1 and nearness is not None:
         closeness = nearness(question, [_in_context(s, sentences) for s in tied])
         first = max(zip(tied, closeness, strict=True), key=lambda pair: pair[1])[0]
     else:
@@ -159,31 +197,56 @@ def find_evidence(
     return Evidence(passage.title, passage.url, _with_entry_name(passage, quote))
 
 
+def _narrowed(candidates: list[_Sentence], question: str, named: set[int]) -> list[_Sentence]:
+    """The candidates that can answer what is asked: those holding a number when it asks
+    for one; those of the entry it names, if any, and of them not its facts' labels."""
+    numbered = [s for s in candidates if s.has_number]
+    if numbered and ASKS_FOR_NUMBER_RE.search(question):
+        candidates = numbered  # "how much", "いくら": the answer is a number
+    if entry := [s for s in candidates if s.rank in named]:
+        candidates = entry  # "What does tempfile.mkdtemp() return?": its entry says
+        if said := [s for s in entry if not ENTRY_LABEL_RE.fullmatch(_bare(s.text))]:
+            candidates = said  # not "Returns: <string>" when "Returns the directory…" is there
+    return candidates
+
+
 def opening(
     passage: Passage, max_chars: int = MAX_QUOTE_CHARS, *, with_name: bool = False
 ) -> Evidence:
     """The passage's first paragraph, shortened: the quote of an article that covers the
     question by its title, with no sentence of its own meeting a need; ``with_name``: after
     the name of the entry it opens ("fetch-timeout — Default: 300000 (5 minutes)")."""
-    first = next((line.strip() for line in passage.text.splitlines() if line.strip()), "")
+    lines = [line.strip() for line in passage.text.splitlines() if line.strip()]
+    # not "Added in: v8.2.0", the first line of a Node.js entry
+    first = next((line for line in lines if not ENTRY_LABEL_RE.fullmatch(_bare(line))), "")
     quote = shorten(first, max_chars)
     if with_name:
         quote = _with_entry_name(passage, quote)
     return Evidence(passage.title, passage.url, quote)
 
 
-def _sentences(rank: int, passage: Passage, needs: Sequence[Need]) -> list[_Sentence]:
-    """The passage's sentences, without its title (repeated as a heading)."""
+def _sentences(
+    rank: int, passage: Passage, needs: Sequence[Need], is_entry: bool = False
+) -> list[_Sentence]:
+    """The passage's sentences, without its title (repeated as a heading). Each sentence of an
+    entry the question names meets the needs its name meets: "Returns the operating system's
+    default directory for temporary files" is about ``os.tmpdir()`` though it never says so."""
+    name = _entry_name(passage).lower() if is_entry else ""
+    implied = frozenset(i for i, need in enumerate(needs) if name and met(need, name))
     found: list[_Sentence] = []
     for index, match in enumerate(SENTENCE_RE.finditer(passage.text)):
         text = match.group().strip()
         if not text or text == passage.title.strip():
             continue
         lowered = text.lower()
-        hits = frozenset(i for i, need in enumerate(needs) if met(need, lowered))
+        said = frozenset(i for i, need in enumerate(needs) if met(need, lowered))
         paragraph = passage.text.count("\n", 0, match.start())
         has_number = NUMBER_RE.search(text) is not None
-        found.append(_Sentence(rank, index, paragraph, text, hits, has_number))
+        found.append(
+            _Sentence(
+                rank, index, paragraph, text, implied | said, has_number, implied - said, implied
+            )
+        )
     return found
 
 
@@ -213,14 +276,22 @@ def _neighbour(
     def gain(sentence: _Sentence) -> tuple[float, bool]:
         return score.required(sentence.met - first.met), bool(about) and about <= sentence.met
 
-    neighbours = [
+    in_line = [
         s
         for s in candidates
         if (s.rank, s.paragraph) == (first.rank, first.paragraph)
-        and abs(s.index - first.index) == 1
+        and s.index != first.index
         and len(s.text) <= room
     ]
+    neighbours = [s for s in in_line if abs(s.index - first.index) == 1]
     best = max(neighbours, key=gain, default=None)
+    if best is not None and gain(best)[0] > 0:
+        return [best]
+    # A list item's facts further on its line: "maxBuffer <number> Largest amount of data…",
+    # then two sentences on, "Default: 1024 * 1024."
+    further = [s for s in in_line if gain(s)[0] > 0 and LABELLED_FACT_RE.match(s.text)]
+    if further:
+        return [max(further, key=lambda s: (gain(s)[0], -abs(s.index - first.index)))]
     return [best] if best is not None and any(gain(best)) else []
 
 
@@ -251,19 +322,53 @@ def entries_named(question: str, passages: Sequence[Passage]) -> set[int]:
     titles = command_titles(question)
 
     def names_it(passage: Passage) -> bool:
-        anchor = (passage.anchor or "").lower()
-        if anchor and any(anchor == name or anchor.endswith(f".{name}") for name in names):
-            return True
-        return passage.title.strip().lower() in titles
+        return is_entry_of(passage, names) or passage.title.strip().lower() in titles
 
     return {rank for rank, passage in enumerate(passages) if names_it(passage)}
+
+
+def is_entry_of(passage: Passage, names: Sequence[str]) -> bool:
+    """Whether ``passage`` is the entry of one of ``names`` (``needs.entry_names``): its
+    anchor is the name, or its heading's signature ("os.tmpdir()", whose Node.js anchor is
+    "ostmpdir"), or either ends with it after a module's or class's dot."""
+    anchor = (passage.anchor or "").lower()
+    heading = SIGNATURE_REST_RE.sub("", _entry_name(passage)).lower()
+    return any(
+        text and (text == name or text.endswith(f".{name}"))
+        for text in (anchor, heading)
+        for name in names
+    )
+
+
+def _entry_name(passage: Passage) -> str:
+    """The last part of the passage's heading path: an API entry's signature, a section's
+    heading."""
+    return passage.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()
+
+
+def _letters(name: str) -> str:
+    """``name`` lowercase, with only its letters, digits and hyphens: as an anchor writes it."""
+    return re.sub(r"[^a-z0-9-]", "", name.lower())
+
+
+def _is_prose(text: str) -> bool:
+    """A sentence of the documentation's own words, not a line of code ("const f =
+    util.callbackify(fn);") or a list's label: words ending with a stop."""
+    bare = _bare(text)
+    comment = bare.startswith(("//", "#", "/*", "*"))
+    return " " in bare and bare.endswith(SENTENCE_ENDS) and not comment
+
+
+def _bare(text: str) -> str:
+    """``text`` without its placeholders ("<string>"), trimmed."""
+    return PLACEHOLDER_RE.sub("", text).strip()
 
 
 def _restates(sentence: _Sentence, passages: Sequence[Passage], question: str) -> bool:
     """Whether ``sentence`` names what is asked about and says nothing of it ("npm dedupe",
     "npm prune [[<@scope>/]<pkg>...]" for "What does npm dedupe do?"). Not an entry's name
     alone ("EAFP"): what follows it is quoted instead (``_described``)."""
-    heading = passages[sentence.rank].heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()
+    heading = _entry_name(passages[sentence.rank])
     return sentence.text != heading and _says_nothing(sentence.text, question)
 
 
@@ -283,7 +388,7 @@ def _described(first: _Sentence, passage: Passage, sentences: Sequence[_Sentence
     """The sentence after ``first`` when ``first`` is only its entry's name ("EAFP", the line
     a glossary term or an API entry begins with): the name says nothing, what follows it is
     the answer (``_with_entry_name`` puts the name back before it)."""
-    if first.text != passage.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip():
+    if first.text != _entry_name(passage):
         return first
     following = (s for s in sentences if s.rank == first.rank and s.index == first.index + 1)
     return next(following, first)
@@ -310,15 +415,16 @@ def _announced(last: _Sentence, sentences: Sequence[_Sentence], room: int) -> li
 def _with_entry_name(passage: Passage, quote: str) -> str:
     """``quote`` after the signature (or the name) of the API entry or glossary term that
     ``passage`` belongs to; as it is for a passage of an ordinary section."""
-    name = passage.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()
+    name = _entry_name(passage)
     bare = name.removesuffix("()")
     looks_like_code = (
         any(mark in name for mark in "._(")
         or ("-" in name and name.islower())
         or (passage.anchor or "").startswith("term-")
     )
-    # An option's anchor holds its name without the dashes ("--num-callers", "opt.num-callers")
-    named_by_anchor = bare.lstrip("-").lower() in (passage.anchor or "").lower()
+    # An option's anchor holds its name without the dashes ("--num-callers", "opt.num-callers"),
+    # Node.js's without the dots and brackets ("os.tmpdir()": "ostmpdir")
+    named_by_anchor = _letters(bare.lstrip("-")) in _letters(passage.anchor or "")
     if not (bare and looks_like_code and named_by_anchor):
         return quote
     signature = passage.text.split("\n", 1)[0].strip()
@@ -330,9 +436,13 @@ def _with_entry_name(passage: Passage, quote: str) -> str:
 
 
 def _join(sentences: Sequence[_Sentence]) -> str:
-    """Sentences as one quote: Japanese ones need no space between them."""
-    quote = ""
+    """Sentences as one quote: Japanese ones need no space between them, and "…" stands for
+    those left out between two."""
+    quote, before = "", None
     for sentence in sentences:
-        spaced = quote and quote[-1].isascii() and sentence.text[0].isascii()
+        gap = before is not None and sentence.index > before.index + 1
+        spaced = quote and (quote[-1].isascii() or gap) and sentence.text[0].isascii()
+        quote += " …" if gap else ""  # sentences left out between them
         quote += (" " if spaced else "") + sentence.text
+        before = sentence
     return quote

@@ -95,8 +95,12 @@ def on_site_passages(
     entries = [found[rank] for rank in sorted(entries_named(question, found))]
     if best.on_site and (rival := _entry_article(question, best, entries, found, site_terms)):
         best = rival  # "round(2.5) が…": round()'s entry, not the tutorial's page as near
-    if not best.on_site and (named := [e for e in entries if _heading_is_a_name(e)]):
-        entries = named  # "fetch-timeout の既定値は" names npm's entry
+    named = [e for e in entries if _heading_is_a_name(e)]
+    if not best.on_site and named and language_of(question) != language_of(named[0].text):
+        # "fetch-timeout の既定値は" names npm's entry, and no other word can meet its page;
+        # in the page's language, its words decide ("the maximum number of redirects that
+        # http.get() follows": http.get()'s entry never says "redirect")
+        entries = named
         best = BestArticle(named[0].url, share=1.0)
     if not best.on_site:
         return []

@@ -9,7 +9,8 @@ the site decides what the model may say, and most decisions are taken before it 
    search, no model, no source.
 2. **Search** the site for the question without its greeting, and, for a follow-up ("And
    how much is the ticket?", ``history.leans_on_earlier``), with the asker's last questions
-   (``history.search_text``); a new question in a conversation is searched alone.
+   (``history.search_text``); a new question in a conversation is searched alone. The
+   entries of the names it gives ("os.tmpdir()", "--watch") join what the search found.
 3. **No articles yet** (no rescrape): nothing to stand on; the model answers as a general
    assistant and a note after it says that is not the site's answer.
 4. **On the site?** (``on_site.py``, the one rule): if no section answers the question, one
@@ -45,7 +46,7 @@ from typing import Literal
 
 from broker.protocol import Request
 from config.settings import Settings
-from engine.answering.evidence import Evidence, find_evidence, opening
+from engine.answering.evidence import Evidence, find_evidence, is_entry_of, opening
 from engine.answering.history import (
     NO_HISTORY,
     FittedHistory,
@@ -58,6 +59,7 @@ from engine.answering.needs import (
     acronyms,
     code_names,
     commands,
+    entry_names,
     named_terms,
     question_needs,
 )
@@ -72,6 +74,7 @@ from engine.knowledge.models import Passage
 from engine.knowledge.store import KnowledgeBase
 
 PASSAGES_SEARCHED = 8  # per question, best first; step 4 keeps those of the answering article
+ENTRY_CANDIDATES = 20  # passages whose heading holds a name the question gives, looked at
 COMMAND_PAGES = 3  # pages titled "npm-…": the site documents npm's commands one per page
 
 # What the engine does with a question: the model writes (from the site's passages, or, with
@@ -132,6 +135,7 @@ class AnswerPlanner:
         follow_up = bool(history) and leans_on_earlier(asked)  # 2: "And how much is it?"
         searched = search_text(asked, history) if follow_up else asked
         found = self.kb.search(searched, PASSAGES_SEARCHED)
+        found += self._entries_named(asked, found)  # "--watch オプションは": its entry
         if not found and self.kb.is_empty():  # 3
             messages, fitted = self.prompts.build(question, history)
             return Plan("no_articles", language, note=words.no_articles, messages=messages,
@@ -169,6 +173,22 @@ class AnswerPlanner:
             site_terms=site_terms,
             follow_up_of=searched if searched != asked else "",
         )
+
+    def _entries_named(self, asked: str, found: Sequence[Passage]) -> list[Passage]:
+        """The entries of the names ``asked`` gives ("os.tmpdir()", "--watch") that the search
+        did not find, at most ``PASSAGES_USED``: a Japanese question names the option and says
+        the rest in words no English passage holds, so the search may rank its neighbours
+        ("--watch-path") above it."""
+        names = entry_names(asked)
+        seen = {(p.url, p.heading, p.text) for p in found}
+        entries: list[Passage] = []
+        for name in names:
+            for passage in self.kb.headed(name.lower(), ENTRY_CANDIDATES):
+                new = (passage.url, passage.heading, passage.text) not in seen
+                if new and is_entry_of(passage, names):
+                    seen.add((passage.url, passage.heading, passage.text))
+                    entries.append(passage)
+        return entries[:PASSAGES_USED]
 
     def _with_opening(self, asked: str, passages: list[Passage]) -> list[Passage]:
         """``passages`` after their article's opening when the question names what the article

@@ -58,6 +58,10 @@ COMMAND_PAGES_SQL = "SELECT count(DISTINCT url) FROM passages WHERE lower(title)
 MENTION_TEXTS_SQL = f"""
 SELECT lower(title || ' ' || heading || ' ' || body) FROM passages WHERE {HIT_SQL}
 """
+HEADED_SQL = (
+    f"SELECT {COLUMNS}, 0.0 FROM passages WHERE instr(lower(heading), ?) > 0"
+    " ORDER BY url, CAST(seq AS INTEGER) LIMIT ?"
+)
 RESCRAPED_AT_SQL = "SELECT value FROM meta WHERE key = 'rescraped_at'"
 OPENING_SQL = (
     f"SELECT {COLUMNS}, 0.0 FROM passages WHERE url = ? ORDER BY CAST(seq AS INTEGER) LIMIT 1"
@@ -127,6 +131,17 @@ class KnowledgeBase:
                 return None
             row = conn.execute(OPENING_SQL, (url,)).fetchone()
         return _passage(row) if row else None
+
+    def headed(self, fragment: str, limit: int) -> list[Passage]:
+        """Passages whose heading path holds ``fragment`` (lowercase), in page order: the
+        entries a question names ("os.tmpdir", "--watch"), whatever the search ranked."""
+        if not self.path.exists():
+            return []
+        with closing(open_readonly(self.path)) as conn:
+            if not has_current_schema(conn):
+                return []
+            rows = conn.execute(HEADED_SQL, (fragment, limit)).fetchall()
+        return [_passage(row) for row in rows]
 
     def stats(self) -> KbStats:
         """Counts for ``concierge kb stats``; zeros before the first rescrape."""

@@ -1,0 +1,75 @@
+"""The quote on Node.js's API reference (eval/nodedocs): an entry is found by its heading
+though its anchor drops the dots ("ostmpdir"), every sentence of it is about its name, and
+what it says first in its own words (not "Added in: v0.9.9", "Returns: <string>", a line of
+code) is what it is or does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.answering.evidence import find_evidence
+from engine.knowledge.models import Passage
+from tests.test_evidence_docs import entry_passages
+
+SITE = Path(__file__).resolve().parent.parent / "eval" / "nodedocs" / "site"
+
+
+def quote(question: str, passages: list[Passage]) -> str:
+    evidence = find_evidence(question, passages)
+    assert evidence is not None
+    return evidence.quote
+
+
+def test_what_a_function_returns_is_its_entrys_sentence_not_its_type_line() -> None:
+    passages = entry_passages(SITE / "os.html", "oscpus", "ostmpdir")
+
+    said = quote("What does os.tmpdir() return?", passages)
+
+    assert "Returns the operating system's default directory for temporary files" in said
+
+
+def test_what_a_flag_does_is_its_description_not_the_sentence_saying_flag() -> None:
+    passages = entry_passages(SITE / "cli.html", "--watch-path", "--watch")
+
+    said = quote("What does the --watch flag do?", passages)
+
+    assert said.startswith("--watch — Starts Node.js in watch mode.")
+    assert "restart" in said
+    assert "cannot be combined" not in said
+
+
+def test_what_a_function_does_is_its_prose_not_its_example_code() -> None:
+    passages = entry_passages(SITE / "util.html", "utilcallbackifyoriginal")
+
+    said = quote("What does util.callbackify() do?", passages)
+
+    assert "returns a function following the error-first callback style" in said
+
+
+def test_an_options_default_further_on_its_line_joins_the_quote() -> None:
+    passages = entry_passages(
+        SITE / "child_process.html", "child_processexeccommand-options-callback"
+    )
+
+    said = quote("What is the default maxBuffer of child_process.exec()?", passages)
+
+    assert "maxBuffer" in said
+    assert said.endswith("… Default: 1024 * 1024.")
+
+
+def test_a_sentence_going_on_from_the_one_before_brings_it() -> None:
+    passages = entry_passages(SITE / "dns.html", "dnslookup")
+
+    said = quote("How does dns.lookup() resolve a name?", passages)
+
+    assert said.startswith("dns.lookup() — Under the hood, dns.lookup() uses the same operating")
+    assert "For instance, dns.lookup() will almost always resolve" in said
+
+
+def test_a_property_is_quoted_by_its_description_not_a_sentence_naming_it() -> None:
+    passages = entry_passages(SITE / "process.html", "processexitcode_1")
+
+    said = quote("What is process.exitCode?", passages)
+
+    assert "The exit code." in said
+    assert "Specifying a code" not in said
