@@ -73,3 +73,14 @@ def test_a_property_is_quoted_by_its_description_not_a_sentence_naming_it() -> N
 
     assert "The exit code." in said
     assert "Specifying a code" not in said
+
+
+def test_a_japanese_question_asking_how_many_is_quoted_by_a_sentence_with_a_number() -> None:
+    """ "いくつ" asks for a number, as "how many" does."""
+    passages = entry_passages(
+        SITE / "events.html", "emittergetmaxlisteners", "emittersetmaxlistenersn"
+    )
+
+    said = quote("EventEmitter のリスナーの最大数の既定値はいくつですか？", passages)  # noqa: RUF001
+
+    assert "more than 10 listeners are added" in said

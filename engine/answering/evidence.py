@@ -48,7 +48,8 @@ MAX_QUOTE_CHARS = 280  # two short sentences: more is reading the article, not c
 EXAMPLE_LINES = 3  # an example announced by a colon: its first lines, as many as fit
 MAX_SIGNATURE_CHARS = 160  # an entry's signature before its quote; a longer one gives its name
 ASKS_FOR_NUMBER_RE = re.compile(  # not "when": "the first Sunday of the month" is an answer
-    r"\bhow (?:much|many|long|late|early|old)\b|\bwhat time\b|いくら|何[時日分円歳回]", re.I
+    r"\bhow (?:much|many|long|late|early|old)\b|\bwhat time\b|いくら|いくつ|何[時日分円歳回個人件]",
+    re.I,
 )
 # A question in Japanese asking what a thing is or does ("--watch オプションは何をしますか"): its
 # entry's description answers it, whatever sentence is nearest in meaning.
