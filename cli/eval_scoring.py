@@ -197,13 +197,16 @@ def judge(case: Case, reply: Reply, max_tokens: int, site: SiteRule | None = Non
     answer, listed = split_sources(reply.text)
     cited = list(reply.sources) or listed
     lowered = answer.lower()
-    said_not_on_site = reply.not_on_site or says_not_on_site(answer)
+    said_not_on_site = reply.not_on_site or says_not_on_site(without_withdrawal(answer))
+    refused = said_not_on_site and not cited
     must_not_found = [text for text in case.must_not if text.lower() in lowered]
     if case.not_on_site:
-        correct = said_not_on_site and not cited and not must_not_found
+        correct = refused and not must_not_found
     else:
+        # a refusal is never right, though the nearest sections it points to may name the
+        # answer ("- OS > os.cpus() <…#oscpus>" for "how many processors…")
         expected = any(text.lower() in lowered for text in case.expect_any)
-        correct = reply.outcome == "done" and expected and not must_not_found
+        correct = reply.outcome == "done" and not refused and expected and not must_not_found
     return Result(
         id=case.id,
         question=case.question,
@@ -233,6 +236,14 @@ def split_sources(text: str) -> tuple[str, list[str]]:
     if not heading:
         return text.strip(), []
     return head.strip(), list(dict.fromkeys(ADDRESS_RE.findall(tail)))
+
+
+def without_withdrawal(answer: str) -> str:
+    """``answer`` without the engine's sentence saying the model's words were left out
+    ("…a number that is not on the site."): the answer is the quote after it, not a refusal."""
+    for marker in WITHDRAWN_MARKERS:
+        answer = answer.replace(marker, "")
+    return answer
 
 
 def says_not_on_site(answer: str) -> bool:

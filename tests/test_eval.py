@@ -151,6 +151,28 @@ def test_not_on_site_is_honest_only_when_said_and_nothing_is_cited() -> None:
     assert (summary.right_or_honest, summary.invented, summary.not_on_site_questions) == (1, 1, 3)
 
 
+def test_a_refusal_is_wrong_though_the_sections_it_points_to_name_the_answer() -> None:
+    pointed = (
+        "The site does not cover this: none of its articles answers that question.\n\n"
+        "The nearest sections I found, in case they help:\n"
+        "- Ferry timetable \u203a Last ferry 16:50 <https://guide.example/ferry#last>"
+    )
+    refused = judge(LAST_FERRY, Reply("done", pointed, not_on_site=True), 512)
+
+    assert not refused.correct and refused.said_not_on_site
+    assert summarize([refused]).missed == 1
+
+
+def test_an_answer_whose_own_words_were_left_out_is_no_refusal() -> None:
+    text = (
+        f"{WORDING['en'].withdrawn}\n\nFrom the site: \u201cThe last ferry leaves at 16:50.\u201d"
+    )
+    quoted = judge(LAST_FERRY, Reply("done", text + sources(FERRY)), 512)
+
+    assert quoted.correct and not quoted.said_not_on_site
+    assert summarize([quoted]).missed == 0
+
+
 def test_a_loop_is_what_done_says_or_the_cap_or_a_repetition() -> None:
     said_cut = Reply("done", "Fine.", tokens=5, finish_reason="repetition")
     said_capped = Reply("done", "Fine.", tokens=5, finish_reason="length")
