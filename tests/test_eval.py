@@ -71,6 +71,16 @@ def test_the_project_eval_files_load() -> None:
     assert len(load_cases(ROOT / "eval" / "heldout.jsonl")) >= 10
 
 
+@pytest.mark.parametrize("site", ["realdocs", "npmdocs", "valgrinddocs", "nodedocs"])
+def test_each_real_sites_questions_load_beside_its_site_and_licence(site: str) -> None:
+    folder = ROOT / "eval" / site
+
+    cases = load_cases(folder / "questions.jsonl")
+
+    assert len(cases) >= 20 and any(case.not_on_site for case in cases)
+    assert (folder / "site" / "sitemap.xml").is_file() and (folder / "LICENSE").is_file()
+
+
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
