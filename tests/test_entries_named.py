@@ -77,3 +77,28 @@ def test_the_entry_a_question_names_is_looked_up_not_its_neighbours(
 
     assert [entry.anchor for entry in entries] == ["--watch"]
     assert planner._entries_named(question, entries) == []
+
+
+def test_a_japanese_question_naming_an_option_with_its_value_finds_its_entry(
+    planner: AnswerPlanner,
+) -> None:
+    plan = plan_for(planner, "--inspect オプションは何をしますか？")  # noqa: RUF001
+
+    assert plan.step == "quote_only"
+    assert plan.passages[0].heading.endswith("--inspect[=[host:]port]")
+
+
+def test_an_english_question_about_a_setting_the_search_found_is_answered_from_it(
+    settings: Settings,
+) -> None:
+    """ "What does fetch-timeout control?": "control" is not on the page, but the entry is the
+    setting asked about (npm's config page)."""
+    page = Path(__file__).resolve().parent.parent / "eval/npmdocs/site/using-npm/config.html"
+    url = f"{BASE}/config.html"
+    article = extract_article(page.read_bytes(), url).article(url)
+    build_kb(settings.kb_path, settings.kb_path, [article], [], datetime.now(UTC))
+
+    plan = plan_for(AnswerPlanner(settings, lambda messages: 0), "What does fetch-timeout control?")
+
+    assert plan.step == "model"
+    assert plan.evidence is not None and "300000" in plan.evidence.quote

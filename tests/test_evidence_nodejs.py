@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engine.answering.evidence import find_evidence
+import pytest
+
+from engine.answering.evidence import ASKS_FOR_NUMBER_RE, find_evidence, is_entry_of
 from engine.knowledge.models import Passage
 from tests.test_evidence_docs import entry_passages
 
@@ -84,3 +86,40 @@ def test_a_japanese_question_asking_how_many_is_quoted_by_a_sentence_with_a_numb
     said = quote("EventEmitter のリスナーの最大数の既定値はいくつですか？", passages)  # noqa: RUF001
 
     assert "more than 10 listeners are added" in said
+
+
+def test_a_label_is_quoted_when_it_is_what_is_asked() -> None:
+    passages = entry_passages(SITE / "os.html", "ostmpdir")
+
+    assert "Added in: v0.9.9" in quote("When was os.tmpdir() added?", passages)
+
+
+@pytest.mark.parametrize(
+    ("question", "asks"),
+    [
+        ("EventEmitter のリスナーの最大数の既定値はいくつですか？", True),  # noqa: RUF001
+        ("os.cpus() が返すオブジェクトのプロパティをいくつか教えてください。", False),  # some
+        ("How many listeners can an event have?", True),
+    ],
+)
+def test_how_many_asks_for_a_number_but_some_does_not(question: str, asks: bool) -> None:
+    assert bool(ASKS_FOR_NUMBER_RE.search(question)) is asks
+
+
+@pytest.mark.parametrize(
+    ("heading", "names", "entry"),
+    [
+        ("Util \u203a util.callbackify(original)", ["util.callbackify"], True),
+        ("Command-line API \u203a Options \u203a --inspect[=[host:]port]", ["--inspect"], True),
+        ("Command-line API \u203a Options \u203a -r, --require module", ["--require"], True),
+        ("Buffer \u203a Class: Buffer", ["buffer"], True),
+        ("Glossary \u203a bytes-like object", ["bytes-like"], False),  # words, not a name
+        ("http.server — HTTP servers", ["http.server"], False),
+    ],
+)
+def test_an_entry_is_named_by_its_headings_name_not_by_words(
+    heading: str, names: list[str], entry: bool
+) -> None:
+    passage = Passage("T", "http://docs.example/p.html", "text", heading=heading)
+
+    assert is_entry_of(passage, names) is entry

@@ -48,12 +48,13 @@ MAX_QUOTE_CHARS = 280  # two short sentences: more is reading the article, not c
 EXAMPLE_LINES = 3  # an example announced by a colon: its first lines, as many as fit
 MAX_SIGNATURE_CHARS = 160  # an entry's signature before its quote; a longer one gives its name
 ASKS_FOR_NUMBER_RE = re.compile(  # not "when": "the first Sunday of the month" is an answer
-    r"\bhow (?:much|many|long|late|early|old)\b|\bwhat time\b|いくら|いくつ|何[時日分円歳回個人件]",
+    r"\bhow (?:much|many|long|late|early|old)\b|\bwhat time\b"
+    r"|いくら|いくつ(?!か)|何[時日分円歳回個人件](?!か)",  # not "いくつか", some
     re.I,
 )
 # A question in Japanese asking what a thing is or does ("--watch オプションは何をしますか"): its
 # entry's description answers it, whatever sentence is nearest in meaning.
-ASKS_WHAT_IT_IS_RE = re.compile(r"何をします|何をする|とは(?:何|なん)|って何|は何ですか")
+ASKS_WHAT_IT_IS_RE = re.compile(r"何をします|何をする|とは(?:何|なん)|って何")
 # A sentence that names its subject by pointing back ("calling this function is the best
 # practice"): the sentence before it says what "this function" is.
 REFERS_BACK_RE = re.compile(
@@ -67,8 +68,10 @@ NUMBER_RE = re.compile(r"[0-9\uff10-\uff19\u3007一二三四五六七八九十�
 SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")
 PLACEHOLDER_RE = re.compile(r"<[^<>]*>")  # "<pkg>" in a synopsis
 # An entry's heading after its name: the arguments of a signature ("child_process.exec(command[,
-# options])"), an option's value ("--max-old-space-size=SIZE (in MiB)").
-SIGNATURE_REST_RE = re.compile(r"[(=\s].*$")
+# options])"), an option's value ("--max-old-space-size=SIZE (in MiB)", "--inspect[=[host:]port]").
+SIGNATURE_REST_RE = re.compile(r"[(\[=].*$")
+# What a reference writes before an entry's name: "Class: Buffer", "Static method: Buffer.from()".
+ENTRY_KIND_RE = re.compile(r"^(?:class|static method|event|property|method):\s*", re.I)
 # A line of an entry's facts that says nothing of what it does: "Added in: v0.9.9", "Stability:
 # 2 - Stable", "Returns: <string>" (the type alone; "Returns the directory..." is the answer).
 ENTRY_LABEL_RE = re.compile(
@@ -206,8 +209,9 @@ def _narrowed(candidates: list[_Sentence], question: str, named: set[int]) -> li
         candidates = numbered  # "how much", "いくら": the answer is a number
     if entry := [s for s in candidates if s.rank in named]:
         candidates = entry  # "What does tempfile.mkdtemp() return?": its entry says
-        if said := [s for s in entry if not ENTRY_LABEL_RE.fullmatch(_bare(s.text))]:
-            candidates = said  # not "Returns: <string>" when "Returns the directory…" is there
+        # not "Added in: v0.9.9" for what it does, unless asked when it was added
+        if said := [s for s in entry if not _label_only(s)]:
+            candidates = said
     return candidates
 
 
@@ -233,7 +237,13 @@ def _sentences(
     entry the question names meets the needs its name meets: "Returns the operating system's
     default directory for temporary files" is about ``os.tmpdir()`` though it never says so."""
     name = _entry_name(passage).lower() if is_entry else ""
-    implied = frozenset(i for i, need in enumerate(needs) if name and met(need, name))
+    # "retries" of "fetch-retries" is the question's "retry" too: read as a question reads it
+    name_forms = {form for need in question_needs(name) for form in need.forms} if name else set()
+    implied = frozenset(
+        i
+        for i, need in enumerate(needs)
+        if name and (met(need, name) or name_forms & set(need.forms))
+    )
     found: list[_Sentence] = []
     for index, match in enumerate(SENTENCE_RE.finditer(passage.text)):
         text = match.group().strip()
@@ -290,7 +300,11 @@ def _neighbour(
         return [best]
     # A list item's facts further on its line: "maxBuffer <number> Largest amount of data…",
     # then two sentences on, "Default: 1024 * 1024."
-    further = [s for s in in_line if gain(s)[0] > 0 and LABELLED_FACT_RE.match(s.text)]
+    further = [
+        s
+        for s in in_line
+        if s.index > first.index and gain(s)[0] > 0 and LABELLED_FACT_RE.match(s.text)
+    ]
     if further:
         return [max(further, key=lambda s: (gain(s)[0], -abs(s.index - first.index)))]
     return [best] if best is not None and any(gain(best)) else []
@@ -332,19 +346,38 @@ def is_entry_of(passage: Passage, names: Sequence[str]) -> bool:
     """Whether ``passage`` is the entry of one of ``names`` (``needs.entry_names``): its
     anchor is the name, or its heading's signature ("os.tmpdir()", whose Node.js anchor is
     "ostmpdir"), or either ends with it after a module's or class's dot."""
-    anchor = (passage.anchor or "").lower()
-    heading = SIGNATURE_REST_RE.sub("", _entry_name(passage)).lower()
+    texts = [(passage.anchor or "").lower(), *_heading_names(passage)]
     return any(
-        text and (text == name or text.endswith(f".{name}"))
-        for text in (anchor, heading)
-        for name in names
+        text and (text == name or text.endswith(f".{name}")) for text in texts for name in names
     )
+
+
+def _heading_names(passage: Passage) -> list[str]:
+    """The names an entry's heading gives, lowercase: "os.tmpdir" of "os.tmpdir()",
+    "--require" and "-r" of "-r, --require module", "buffer" of "Class: Buffer"; none of a
+    heading in words ("bytes-like object", "http.server — HTTP servers")."""
+    names = []
+    for alias in ENTRY_KIND_RE.sub("", _entry_name(passage)).split(", "):
+        name = SIGNATURE_REST_RE.sub("", alias).strip()
+        if name.startswith("-"):  # an option with its value's name: "--require module"
+            name = name.split(" ", 1)[0]
+        if name and " " not in name:
+            names.append(name.lower())
+    return names
 
 
 def _entry_name(passage: Passage) -> str:
     """The last part of the passage's heading path: an API entry's signature, a section's
     heading."""
     return passage.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()
+
+
+def _label_only(sentence: _Sentence) -> bool:
+    """Whether ``sentence`` is a label of its entry's facts ("Added in: v0.9.9", "Returns:
+    <string>") that meets nothing of the question but the entry's name."""
+    return ENTRY_LABEL_RE.fullmatch(_bare(sentence.text)) is not None and not (
+        sentence.met - sentence.by_name
+    )
 
 
 def _letters(name: str) -> str:
@@ -357,7 +390,8 @@ def _is_prose(text: str) -> bool:
     util.callbackify(fn);") or a list's label: words ending with a stop."""
     bare = _bare(text)
     comment = bare.startswith(("//", "#", "/*", "*"))
-    return " " in bare and bare.endswith(SENTENCE_ENDS) and not comment
+    words = " " in bare or JAPANESE_RE.search(bare) is not None
+    return words and bare.endswith(SENTENCE_ENDS) and not comment
 
 
 def _bare(text: str) -> str:
@@ -442,8 +476,9 @@ def _join(sentences: Sequence[_Sentence]) -> str:
     quote, before = "", None
     for sentence in sentences:
         gap = before is not None and sentence.index > before.index + 1
-        spaced = quote and (quote[-1].isascii() or gap) and sentence.text[0].isascii()
-        quote += " …" if gap else ""  # sentences left out between them
+        latin = sentence.text[0].isascii()
+        spaced = quote and (quote[-1].isascii() or gap) and latin
+        quote += (" …" if latin else "…") if gap else ""  # sentences left out between them
         quote += (" " if spaced else "") + sentence.text
         before = sentence
     return quote

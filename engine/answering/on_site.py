@@ -82,11 +82,16 @@ def on_site_passages(
     unknown_names: Sequence[str] = (),
     site_terms: Set[str] = frozenset(),
     follow_up_of: str = "",
+    looked_up: Sequence[Passage] = (),
 ) -> list[Passage]:
     """The best passages of the article that answers ``question``, in rank order; [] when it
     is not on the site (say so, and cite nothing). ``unknown_names`` are the names the
     question gives that the site never mentions; ``site_terms`` the terms it names that the
-    site does use (an answering article must hold those)."""
+    site does use (an answering article must hold those); ``looked_up`` the entries of the
+    names it gives that the search did not find (``pipeline``): they answer it by their name
+    alone only across languages, where no other word can meet the page; in the page's
+    language its words decide ("How do I set the maximum number of redirects that http.get()
+    follows?": http.get()'s entry never speaks of redirects)."""
     if unknown_names:
         return []
     best = best_article(question, found, site_terms)
@@ -96,15 +101,16 @@ def on_site_passages(
     if best.on_site and (rival := _entry_article(question, best, entries, found, site_terms)):
         best = rival  # "round(2.5) が…": round()'s entry, not the tutorial's page as near
     named = [e for e in entries if _heading_is_a_name(e)]
-    if not best.on_site and named and language_of(question) != language_of(named[0].text):
-        # "fetch-timeout の既定値は" names npm's entry, and no other word can meet its page;
-        # in the page's language, its words decide ("the maximum number of redirects that
-        # http.get() follows": http.get()'s entry never says "redirect")
-        entries = named
+    looked = [e for e in looked_up if _heading_is_a_name(e)]
+    if not best.on_site and not named and looked:
+        named = looked if language_of(question) != language_of(looked[0].text) else []
+    if not best.on_site and named:
+        entries = named  # "fetch-timeout の既定値は" names npm's entry
         best = BestArticle(named[0].url, share=1.0)
     if not best.on_site:
         return []
-    entries = [entry for entry in entries if entry.url == best.url]
+    entries = [entry for entry in [*entries, *looked] if entry.url == best.url]
+    entries = list({id(entry): entry for entry in entries}.values())
     rest = [p for p in found if p.url == best.url and all(p is not e for e in entries)]
     return [*entries, *rest][:PASSAGES_USED]
 

@@ -74,7 +74,8 @@ from engine.knowledge.models import Passage
 from engine.knowledge.store import KnowledgeBase
 
 PASSAGES_SEARCHED = 8  # per question, best first; step 4 keeps those of the answering article
-ENTRY_CANDIDATES = 20  # passages whose heading holds a name the question gives, looked at
+ENTRY_CANDIDATES = 200  # passages whose heading holds a name the question gives, looked at
+NAME_START_RE = re.compile(r"-*[A-Za-z_]")  # what an entry's name begins with
 COMMAND_PAGES = 3  # pages titled "npm-…": the site documents npm's commands one per page
 
 # What the engine does with a question: the model writes (from the site's passages, or, with
@@ -135,12 +136,11 @@ class AnswerPlanner:
         follow_up = bool(history) and leans_on_earlier(asked)  # 2: "And how much is it?"
         searched = search_text(asked, history) if follow_up else asked
         found = self.kb.search(searched, PASSAGES_SEARCHED)
-        found += self._entries_named(asked, found)  # "--watch オプションは": its entry
         if not found and self.kb.is_empty():  # 3
             messages, fitted = self.prompts.build(question, history)
             return Plan("no_articles", language, note=words.no_articles, messages=messages,
                         history=fitted)  # fmt: skip
-        passages = self._on_site(asked, found, searched)  # 4
+        passages = self._on_site(asked, found, searched, self._entries_named(asked, found))  # 4
         if not passages:  # the nearest sections still point a newcomer somewhere
             nearest = format_nearest(words.nearest, found)
             return Plan("not_on_site", language, note=f"{words.not_on_site}\n\n{nearest}".strip())
@@ -157,10 +157,12 @@ class AnswerPlanner:
         return Plan("model", language, tuple(passages), evidence, messages=messages,
                     history=fitted)  # fmt: skip
 
-    def _on_site(self, asked: str, found: list[Passage], searched: str) -> list[Passage]:
+    def _on_site(
+        self, asked: str, found: list[Passage], searched: str, looked_up: list[Passage]
+    ) -> list[Passage]:
         """Step 4: the passages of the article that answers ``asked``, from those ``found``
-        for the ``searched`` text (the question, or it with the asker's earlier ones); []
-        when it is not on the site."""
+        for the ``searched`` text (the question, or it with the asker's earlier ones) and the
+        entries of the names it gives, ``looked_up``; [] when it is not on the site."""
         names = code_names(asked)  # "itertools.batched()" must be on the site,
         unknown = sorted(set(names) - self.kb.mentions(names, whole=True))
         unknown += sorted(set(acronyms(asked)) - self.kb.mentions(acronyms(asked)))  # "CUDA"
@@ -172,6 +174,7 @@ class AnswerPlanner:
             unknown_names=unknown,
             site_terms=site_terms,
             follow_up_of=searched if searched != asked else "",
+            looked_up=looked_up,
         )
 
     def _entries_named(self, asked: str, found: Sequence[Passage]) -> list[Passage]:
@@ -179,7 +182,8 @@ class AnswerPlanner:
         did not find, at most ``PASSAGES_USED``: a Japanese question names the option and says
         the rest in words no English passage holds, so the search may rank its neighbours
         ("--watch-path") above it."""
-        names = entry_names(asked)
+        # a call, an option, a setting: not a file type (".mjs") or a version ("3.12")
+        names = [name for name in entry_names(asked) if NAME_START_RE.match(name)]
         seen = {(p.url, p.heading, p.text) for p in found}
         entries: list[Passage] = []
         for name in names:
