@@ -78,7 +78,7 @@ class Replay:
 
 
 def replay(
-    pieces: Sequence[str], max_tokens: int = 512, paragraphs: int = 0
+    pieces: Sequence[str], max_tokens: int = 512, paragraphs: int = 0, label: str = ""
 ) -> tuple[Generation, list[str], Replay]:
     backend = Replay(pieces)
     emitted: list[str] = []
@@ -91,5 +91,6 @@ def replay(
         emitted.append,
         GenerationLimits(max_tokens=max_tokens),
         paragraphs,
+        label,
     )
     return generation, emitted, backend

@@ -19,6 +19,7 @@ from broker.protocol import FinishReason
 from engine.answering.wording import Withdrawn
 from engine.backends.base import Backend, ChatMessage, GenerationLimits, GenerationStopped, Pieces
 from engine.cancelled import CancelledSessions
+from engine.generation.echo import EchoedLabel
 from engine.generation.paragraphs import ParagraphLimit
 from engine.generation.repetition import RepetitionDetector
 
@@ -40,6 +41,8 @@ class Generation:
     finish_reason: FinishReason = "stop"  # how the model's answer ended, when it ran its course
     kept: int | None = None  # pieces of the text, when a repeated tail was dropped
     ended_at: int | None = None  # characters of the text, when it ended at a blank line
+    skipped: int = 0  # characters it began with that copied the prompt's label (echo.py)
+    # (ended_at counts characters after those)
     # Its words left out, and why: a "number" or an "option" nothing it read gave ("": kept).
     withdrawn: Withdrawn = ""
 
@@ -49,11 +52,11 @@ class Generation:
 
     @property
     def answer(self) -> str:
-        """The model's words, without a repeated tail or what followed its last paragraph;
-        none when they were withdrawn."""
+        """The model's words, without a copy of the prompt's label before them, a repeated
+        tail or what followed its last paragraph; none when they were withdrawn."""
         if self.withdrawn:
             return ""
-        return "".join(self.pieces[: self.kept])[: self.ended_at]
+        return "".join(self.pieces[: self.kept])[self.skipped :][: self.ended_at]
 
     @property
     def text(self) -> str:
@@ -82,10 +85,11 @@ def run_token_loop(
     emit: Callable[[str], None],
     limits: GenerationLimits,
     paragraphs: int = 0,
+    label: str = "",
 ) -> Generation:
     """Generate until done, cancelled, out of time, repeating itself or past ``paragraphs``
     (0: no limit); ``emit`` gets every piece kept (of the last, its part before the blank
-    line)."""
+    line), less a copy of the prompt's ``label`` it begins with (``echo.py``)."""
 
     def should_stop() -> bool:
         return (
@@ -97,6 +101,7 @@ def run_token_loop(
     stopped = False
     detector = RepetitionDetector()
     paragraph_limit = ParagraphLimit(paragraphs)
+    echo = EchoedLabel(label)
     try:
         for piece in _pieces(backend.stream(messages, should_stop, limits), generation, limits):
             if should_stop():
@@ -107,19 +112,36 @@ def run_token_loop(
             if (loop := detector.feed(piece)) is not None:
                 generation.finish_reason, generation.kept = "repetition", loop.since
                 break
-            if (end := paragraph_limit.feed(piece)) is not None:  # the next paragraph begins
-                generation.ended_at = end
-                if head := piece[: max(0, end - (len(paragraph_limit.text) - len(piece)))]:
-                    emit(head)
-                break
-            emit(piece)
+            if _pass_on(echo.feed(piece), paragraph_limit, generation, emit):
+                break  # the next paragraph begins
     except GenerationStopped:
         stopped = True
+    if generation.ended_at is None:  # the beginning held back while it may be the label
+        _pass_on(echo.close(), paragraph_limit, generation, emit)
+    generation.skipped = echo.skipped
     generation.finished_at = time.monotonic()
     if stopped and not generation.abandoned:
         generation.stopped_by_cancel = generation.session_id in cancelled
         generation.stopped_by_time_limit = not generation.stopped_by_cancel
     return generation
+
+
+def _pass_on(
+    pieces: list[str],
+    paragraph_limit: ParagraphLimit,
+    generation: Generation,
+    emit: Callable[[str], None],
+) -> bool:
+    """Send ``pieces`` (those the echo passed) up to a blank line past the paragraphs kept;
+    True once there (of its piece, the part before the blank line is sent)."""
+    for piece in pieces:
+        if (end := paragraph_limit.feed(piece)) is not None:
+            generation.ended_at = end
+            if head := piece[: max(0, end - (len(paragraph_limit.text) - len(piece)))]:
+                emit(head)
+            return True
+        emit(piece)
+    return False
 
 
 def _pieces(stream: Pieces, generation: Generation, limits: GenerationLimits) -> Iterator[str]:

@@ -16,6 +16,7 @@ from engine.answering.closing import closed_fence, closing
 from engine.answering.numbers import unbacked_numbers
 from engine.answering.options import unread_options
 from engine.answering.pipeline import AnswerPlanner, Plan
+from engine.answering.prompt import EVIDENCE_INTRO
 from engine.answering.wording import Withdrawn
 from engine.backends.base import (
     Backend,
@@ -98,7 +99,8 @@ class AnswerJob:
         relay = TokenRelay(replies, TOKEN_BATCH_S)
         try:
             if plan.asks_model:
-                await self._generate(plan.messages, generation, relay, request.reply_to)
+                label = EVIDENCE_INTRO if plan.evidence is not None else ""  # it may copy it
+                await self._generate(plan.messages, generation, relay, request.reply_to, label)
             else:  # the engine answers alone (pipeline.py)
                 generation.finished_at = time.monotonic()
         except Exception as error:
@@ -139,9 +141,11 @@ class AnswerJob:
         generation: Generation,
         relay: TokenRelay,
         reply_to: str,
+        label: str = "",
     ) -> None:
         """Run the token loop in a thread until it ends, watching that the asker is still there.
-        A cancel, or the time limit, interrupts the model's computation the moment it comes."""
+        A cancel, or the time limit, interrupts the model's computation the moment it comes.
+        ``label``: the prompt's label, left out if the answer begins by copying it."""
         self._current = generation
         self.cancelled.watch(generation.session_id, self._interrupt)
         time_left_s = max(0.0, generation.time_limit_at - time.monotonic())
@@ -156,6 +160,7 @@ class AnswerJob:
                 relay.emit,
                 self.limits,
                 self.settings.answer_paragraphs,
+                label,
             )
         )
         watchdog = asyncio.create_task(self._stop_if_asker_leaves(generation.session_id, reply_to))

@@ -1,0 +1,51 @@
+"""An answer that begins by copying the prompt's label ("The sentence that answers it: …")
+is sent and kept without it (engine/generation/echo.py); any other beginning passes as it
+came, piece by piece."""
+
+from __future__ import annotations
+
+from engine.answering.prompt import EVIDENCE_INTRO
+from tests.grounded_fixture import replay
+
+# SmolLM2-135M's own answer to "What does os.homedir() return?" on Node.js's pages, in pieces
+COPIED = ["The", " sentence", " that", " answers", " it", ":", " os", ".homedir()", " returns",
+          " the string path of the current user's home directory."]  # fmt: skip
+
+
+def test_a_copied_label_is_neither_sent_nor_kept() -> None:
+    generation, emitted, _ = replay(COPIED, label=EVIDENCE_INTRO)
+
+    answer = "os.homedir() returns the string path of the current user's home directory."
+    assert generation.answer == answer
+    assert "".join(emitted) == answer
+    assert generation.tokens == len(COPIED)  # the model's pieces, all counted
+
+
+def test_another_beginning_passes_piece_by_piece() -> None:
+    pieces = ["The", " sentence", " is", " short."]
+
+    generation, emitted, _ = replay(pieces, label=EVIDENCE_INTRO)
+
+    assert emitted == pieces
+    assert generation.answer == "The sentence is short."
+
+
+def test_an_answer_that_ends_while_it_could_still_be_the_label_is_sent_whole() -> None:
+    generation, emitted, _ = replay(["The", " sentence"], label=EVIDENCE_INTRO)
+
+    assert emitted == ["The", " sentence"] and generation.answer == "The sentence"
+
+
+def test_the_answers_paragraph_after_a_copied_label_is_kept() -> None:
+    pieces = ["The sentence that answers it:", "\n\n", "It is 5.", "\n\n", "More."]
+
+    generation, emitted, _ = replay(pieces, paragraphs=1, label=EVIDENCE_INTRO)
+
+    assert generation.answer == "It is 5."
+    assert "".join(emitted).strip() == "It is 5."
+
+
+def test_without_a_label_in_the_prompt_nothing_is_held_or_left_out() -> None:
+    generation, emitted, _ = replay(COPIED)
+
+    assert emitted == COPIED and generation.answer == "".join(COPIED)
