@@ -21,6 +21,14 @@ def test_a_copied_label_is_neither_sent_nor_kept() -> None:
     assert generation.tokens == len(COPIED)  # the model's pieces, all counted
 
 
+def test_the_label_made_a_sentence_is_a_copy_too() -> None:
+    pieces = ["The", " sentence", " that", " answers", " it", " is", ":", " Sets", " the", " size."]
+
+    generation, _, _ = replay(pieces, label=EVIDENCE_INTRO)
+
+    assert generation.answer == "Sets the size."
+
+
 def test_another_beginning_passes_piece_by_piece() -> None:
     pieces = ["The", " sentence", " is", " short."]
 

@@ -16,10 +16,12 @@ class EchoedLabel:
     begins with."""
 
     def __init__(self, label: str) -> None:
-        self.label = label.strip().lower()
+        label = label.strip().lower()
+        # as written, or made a sentence of: "The sentence that answers it is: …"
+        self.labels = [label, f"{label[:-1]} is:"] if label.endswith(":") else [label]
         self.held: list[str] = []  # the answer's first pieces, held while they may be the label
         self.skipped = 0  # characters the answer began with that were the label, and spaces
-        self.deciding = bool(self.label)  # the beginning may still be the label (none: no)
+        self.deciding = bool(label)  # the beginning may still be the label (none: no)
         self.trimming = False  # the label was there: spaces after it are dropped too
 
     def feed(self, piece: str) -> list[str]:
@@ -30,12 +32,13 @@ class EchoedLabel:
         self.held.append(piece)
         text = "".join(self.held)
         begun = text.lstrip()
-        if begun.lower().startswith(self.label):
+        lowered = begun.lower()
+        if copied := next((label for label in self.labels if lowered.startswith(label)), None):
             self.deciding, self.trimming, self.held = False, True, []
-            self.skipped = len(text) - len(begun) + len(self.label)
-            kept = self._after_label(begun[len(self.label) :])
+            self.skipped = len(text) - len(begun) + len(copied)
+            kept = self._after_label(begun[len(copied) :])
             return [kept] if kept else []
-        if self.label.startswith(begun.lower()):
+        if any(label.startswith(lowered) for label in self.labels):
             return []  # "The sentence that" may still become the label
         return self.close()
 
