@@ -64,6 +64,8 @@ def test_an_english_question_naming_an_entry_is_answered_from_it(planner: Answer
     assert plan.step == "model"
     assert plan.evidence is not None
     assert "Sets the max memory size of V8's old memory section." in plan.evidence.quote
+    # the model reads the entry asked about, not its neighbours ("--max-semi-space-size")
+    assert [p.anchor for p in plan.passages] == ["--max-old-space-sizesize-in-mib"]
 
 
 def test_the_entry_a_question_names_is_looked_up_not_its_neighbours(

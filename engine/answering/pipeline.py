@@ -46,7 +46,13 @@ from typing import Literal
 
 from broker.protocol import Request
 from config.settings import Settings
-from engine.answering.evidence import Evidence, find_evidence, is_entry_of, opening
+from engine.answering.evidence import (
+    Evidence,
+    entries_named,
+    find_evidence,
+    is_entry_of,
+    opening,
+)
 from engine.answering.history import (
     NO_HISTORY,
     FittedHistory,
@@ -151,6 +157,8 @@ class AnswerPlanner:
         if evidence is None and searched != asked:  # "For how long can I keep them?": the books
             evidence = find_evidence(searched, passages, nearness=nearness)
         evidence = evidence or opening(passages[0])
+        if named := entries_named(asked, passages):  # the entry asked about, not its neighbours:
+            passages = [passages[rank] for rank in sorted(named)]  # "os.endianness() returns…"
         if not self._model_writes(question, language):  # 6
             return Plan("quote_only", language, tuple(passages), evidence)
         messages, fitted = self.prompts.build(question, history, passages, evidence.quote)  # 7
