@@ -17,11 +17,26 @@ async function rescrape(space) {
   if (await post("/api/rescrape", body)) say(space ? `${t("rescrape_sent")}: ${space}` : t("rescrape_sent"));
 }
 
+// One button per session, kept from one drawing to the next: the views are redrawn at every
+// state (many a second while an answer streams), and a click pressed on one button and
+// released on its redrawn copy is no click at all.
+const stopButtons = new Map();
+
 function stopButton(sessionId) {
-  const button = el("button", { type: "button", class: "stop", "data-session": sessionId });
+  let button = stopButtons.get(sessionId);
+  if (!button) {
+    button = el("button", { type: "button", class: "stop", "data-session": sessionId });
+    button.addEventListener("click", () => stop(sessionId));
+    stopButtons.set(sessionId, button);
+  }
   button.textContent = t("stop");
-  button.addEventListener("click", () => stop(sessionId));
   return button;
+}
+
+function forgetStopButtons(queue) {
+  // Only the sessions still waiting or running keep theirs.
+  const live = new Set([...queue.running, ...queue.waiting].map((row) => row.session_id));
+  for (const sessionId of stopButtons.keys()) if (!live.has(sessionId)) stopButtons.delete(sessionId);
 }
 
 // --- the queue view -----------------------------------------------------------------------
@@ -196,6 +211,7 @@ function render(state) {
   renderKnowledge(state);
   renderRunning(state.queue);
   renderWaiting(state.queue);
+  forgetStopButtons(state.queue);
   renderOutcomes(state.queue);
   renderDemo(state.demo);
   document.body.dataset.actions = state.actions_enabled ? "on" : "off";
