@@ -236,7 +236,7 @@ def _sentences(
     """The passage's sentences, without its title (repeated as a heading). Each sentence of an
     entry the question names meets the needs its name meets: "Returns the operating system's
     default directory for temporary files" is about ``os.tmpdir()`` though it never says so."""
-    name = _entry_name(passage).lower() if is_entry else ""
+    name = entry_name(passage).lower() if is_entry else ""
     # "retries" of "fetch-retries" is the question's "retry" too: read as a question reads it
     name_forms = {form for need in question_needs(name) for form in need.forms} if name else set()
     implied = frozenset(
@@ -357,7 +357,7 @@ def _heading_names(passage: Passage) -> list[str]:
     "--require" and "-r" of "-r, --require module", "buffer" of "Class: Buffer"; none of a
     heading in words ("bytes-like object", "http.server — HTTP servers")."""
     names = []
-    for alias in ENTRY_KIND_RE.sub("", _entry_name(passage)).split(", "):
+    for alias in ENTRY_KIND_RE.sub("", entry_name(passage)).split(", "):
         name = SIGNATURE_REST_RE.sub("", alias).strip()
         if name.startswith("-"):  # an option with its value's name: "--require module"
             name = name.split(" ", 1)[0]
@@ -366,7 +366,7 @@ def _heading_names(passage: Passage) -> list[str]:
     return names
 
 
-def _entry_name(passage: Passage) -> str:
+def entry_name(passage: Passage) -> str:
     """The last part of the passage's heading path: an API entry's signature, a section's
     heading."""
     return passage.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()
@@ -403,7 +403,7 @@ def _restates(sentence: _Sentence, passages: Sequence[Passage], question: str) -
     """Whether ``sentence`` names what is asked about and says nothing of it ("npm dedupe",
     "npm prune [[<@scope>/]<pkg>...]" for "What does npm dedupe do?"). Not an entry's name
     alone ("EAFP"): what follows it is quoted instead (``_described``)."""
-    heading = _entry_name(passages[sentence.rank])
+    heading = entry_name(passages[sentence.rank])
     return sentence.text != heading and _says_nothing(sentence.text, question)
 
 
@@ -423,7 +423,7 @@ def _described(first: _Sentence, passage: Passage, sentences: Sequence[_Sentence
     """The sentence after ``first`` when ``first`` is only its entry's name ("EAFP", the line
     a glossary term or an API entry begins with): the name says nothing, what follows it is
     the answer (``_with_entry_name`` puts the name back before it)."""
-    if first.text != _entry_name(passage):
+    if first.text != entry_name(passage):
         return first
     following = (s for s in sentences if s.rank == first.rank and s.index == first.index + 1)
     return next(following, first)
@@ -450,7 +450,7 @@ def _announced(last: _Sentence, sentences: Sequence[_Sentence], room: int) -> li
 def _with_entry_name(passage: Passage, quote: str) -> str:
     """``quote`` after the signature (or the name) of the API entry or glossary term that
     ``passage`` belongs to; as it is for a passage of an ordinary section."""
-    name = _entry_name(passage)
+    name = entry_name(passage)
     bare = name.removesuffix("()")
     looks_like_code = (
         any(mark in name for mark in "._(")

@@ -43,10 +43,10 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
-from engine.answering.evidence import entries_named
+from engine.answering.evidence import entries_named, entry_name
 from engine.answering.needs import Need, met, question_needs
 from engine.answering.wording import language_of
-from engine.knowledge.models import PATH_SEPARATOR, Passage
+from engine.knowledge.models import Passage
 
 WORDS_SHARE = 0.7
 MEANING_COSINE = 0.40
@@ -109,8 +109,7 @@ def on_site_passages(
         best = BestArticle(named[0].url, share=1.0)
     if not best.on_site:
         return []
-    entries = [entry for entry in [*entries, *looked] if entry.url == best.url]
-    entries = list({id(entry): entry for entry in entries}.values())
+    entries = [entry for entry in [*entries, *looked] if entry.url == best.url]  # none in both
     rest = [p for p in found if p.url == best.url and all(p is not e for e in entries)]
     return [*entries, *rest][:PASSAGES_USED]
 
@@ -194,7 +193,7 @@ def _heading_is_a_name(entry: Passage) -> bool:
     """Whether the entry's heading is a name as code writes it ("fetch-timeout",
     "json.dumps()"), not words ("Check-in"): only a name alone puts a question on the site.
     A command's page (its Synopsis, under the title "npm-publish") is named by its title."""
-    heading = entry.heading.rsplit(PATH_SEPARATOR, 1)[-1].strip()  # "class collections.deque()"
+    heading = entry_name(entry)  # "class collections.deque()"
     title = entry.title.strip()  # "npm-publish", not "json — JSON encoder and decoder"
     return _is_a_name(heading) or (" " not in title and _is_a_name(title))
 

@@ -10,7 +10,8 @@ the site decides what the model may say, and most decisions are taken before it 
 2. **Search** the site for the question without its greeting, and, for a follow-up ("And
    how much is the ticket?", ``history.leans_on_earlier``), with the asker's last questions
    (``history.search_text``); a new question in a conversation is searched alone. The
-   entries of the names it gives ("os.tmpdir()", "--watch") join what the search found.
+   entries of the names it gives ("os.tmpdir()", "--watch") are looked up beside the search,
+   for step 4; when the answer stands on such an entry, the model reads it alone.
 3. **No articles yet** (no rescrape): nothing to stand on; the model answers as a general
    assistant and a note after it says that is not the site's answer.
 4. **On the site?** (``on_site.py``, the one rule): if no section answers the question, one
