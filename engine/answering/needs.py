@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from engine.answering.english import is_common_word
+from engine.knowledge.glossary import shared_glossary
 from engine.knowledge.query import (
     KANJI_RE,
     STOPWORDS,
@@ -104,17 +105,25 @@ def _form_in(form: str, text: str) -> bool:
 
 
 def _cjk_needs(run: str) -> list[Need]:
-    """One need per character that is not grammar, met by the run's terms that hold it;
-    particles and verbs ("買え" in "買えますか") are optional."""
+    """One need per character that is not grammar, met by the run's terms that hold it or by
+    the English of the dictionary word it is part of ("ヒープ": "heap", ``glossary.py``), so a
+    Japanese question can meet an English page; particles and verbs ("買え" in "買えますか")
+    are optional."""
     terms = cjk_terms(run)
     grammar = grammar_mask(run)
     verb = _verb_mask(run, grammar)
+    english: dict[int, tuple[str, ...]] = {}
+    for start, end, words in shared_glossary().words(run, grammar):
+        plain = [word for word in words if word not in STOPWORDS and word not in FRAMING_WORDS]
+        stems = tuple(dict.fromkeys(term for word in plain for term in latin_terms(word)))
+        english |= dict.fromkeys(range(start, end), stems)
     needs: list[Need] = []
     for index, char in enumerate(run):
         if grammar[index]:
             continue
         forms = tuple(term for term in terms if _covers(run, term, index))
         if forms:  # else no search term holds it: the search cannot look for it either
+            forms += english.get(index, ())  # after its own: ``forms[0]`` tells the script
             weight = KANJI_WEIGHT if KANJI_RE.fullmatch(char) else 1.0
             optional = char in PARTICLES or verb[index]
             needs.append(Need(forms, weight, optional))

@@ -14,7 +14,11 @@ the site must show that it answers the question, in one of two ways:
   the nearest passage's vector must be close to the question's, a cosine of at least
   ``MEANING_COSINE``. Within one language a cosine does not tell a question the site
   answers from one merely about the same thing ("Does the onsen have a sauna?" is as close
-  to the onsen's page as its opening hours are), so words decide there.
+  to the onsen's page as its opening hours are), so words decide there. A Japanese
+  question's words also meet English pages through a dictionary's English
+  (``engine/knowledge/glossary.py``: "メモリリーク", "memory leak"), and a page met so must be
+  near in meaning as well (``GLOSSED_COSINE``: the dictionary's words are loose); a question
+  asking for a figure ("いくら", "何バイト") is never on the site by its meaning alone.
 
 A question that names an entry of the site by its anchor (a function, a setting:
 ``fetch-timeout``), or a command whose page is titled by it ("npm publish": ``npm-publish``),
@@ -43,13 +47,17 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
-from engine.answering.evidence import entries_named, entry_name
+from engine.answering.evidence import ASKS_FOR_NUMBER_RE, entries_named, entry_name
 from engine.answering.needs import Need, met, question_needs
 from engine.answering.wording import language_of
 from engine.knowledge.models import Passage
 
 WORDS_SHARE = 0.7
 MEANING_COSINE = 0.40
+# Across languages a question's words meet a page through a dictionary's English, which is
+# loose ("商用", business use, is met by "testing purposes"): the page must be near in
+# meaning too, if less near than the meaning alone needs.
+GLOSSED_COSINE = 0.30
 MEANING_TIE = 0.02  # cosines this close are as near: the search's order decides
 PASSAGES_USED = 3  # of the answering article, best first: what the model reads
 
@@ -64,15 +72,19 @@ class BestArticle:
     cosine: float = 0.0
     across_languages: bool = False  # the question is not in the language of the passage
     latin_share: float = 1.0  # ... and the share of its words in Latin letters the article has
+    asks_number: bool = False  # "いくら": an answer is a figure, which meaning cannot vouch for
 
     @property
     def on_site(self) -> bool:
+        near = not self.across_languages or self.cosine >= GLOSSED_COSINE
+        by_words = self.share >= WORDS_SHARE and near and self.latin_share >= WORDS_SHARE
         by_meaning = (
             self.across_languages
             and self.cosine >= MEANING_COSINE
             and self.latin_share >= WORDS_SHARE
+            and not self.asks_number  # "npm の有料プランは月いくら": the npm page is near
         )
-        return self.url is not None and (self.share >= WORDS_SHARE or by_meaning)
+        return self.url is not None and (by_words or by_meaning)
 
 
 def on_site_passages(
@@ -122,25 +134,31 @@ def best_article(
     An article without one of ``site_terms`` the question names meets none."""
     needs = question_needs(question)
     articles = _articles(passages)
+    asked_in = language_of(question)
+    # The names a Japanese question writes in Latin letters ("requests", "timeout") are the
+    # page's words: neither the meaning nor a dictionary's English may answer "PyPI の requests
+    # で timeout を…" from a page that only names requests. (An English question's words are
+    # all Latin: not these.)
+    latin = [need for need in needs if need.forms[0].isascii()] if asked_in == "ja" else []
+    asks_number = ASKS_FOR_NUMBER_RE.search(question) is not None
+
+    def judged(url: str, share: float, cosine: float, passage: Passage) -> BestArticle:
+        latin_share = share_met(latin, articles[url], site_terms) if latin else 1.0
+        across = asked_in != language_of(passage.text)
+        return BestArticle(url, share, cosine, across, latin_share, asks_number)
+
     by_words = BestArticle(url=None, share=0.0)
     for url, text in articles.items() if needs else ():
         share = share_met(needs, text, site_terms)
         if share > by_words.share:
-            by_words = BestArticle(url, share, _cosine(url, passages))
-    if by_words.share >= WORDS_SHARE or not passages:
+            first = next(p for p in passages if p.url == url)
+            by_words = judged(url, share, _cosine(url, passages), first)
+    if by_words.on_site or not passages:
         return by_words
     nearest = _nearest(passages)
-    text = articles[nearest.url]
-    share = share_met(needs, text, site_terms) if needs else 0.0
-    asked_in = language_of(question)
-    across = asked_in != language_of(nearest.text)
-    # The names a Japanese question writes in Latin letters ("requests", "timeout") are the
-    # page's words: the meaning alone must not answer "PyPI の requests で timeout を…" from a
-    # page that only names requests. (An English question's words are all Latin: not these.)
-    latin = [need for need in needs if need.forms[0].isascii()] if asked_in == "ja" else []
-    latin_share = share_met(latin, text, site_terms) if latin else 1.0
+    share = share_met(needs, articles[nearest.url], site_terms) if needs else 0.0
     cosine = max(passage.similarity for passage in passages)  # the tie's winner may be a hair less
-    return BestArticle(nearest.url, share, cosine, across, latin_share)
+    return judged(nearest.url, share, cosine, nearest)
 
 
 def _nearest(passages: Sequence[Passage]) -> Passage:

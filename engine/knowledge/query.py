@@ -20,8 +20,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from engine.knowledge.glossary import shared_glossary
+
 MIN_INDEXED_CHARS = 3  # the trigram tokenizer matches nothing shorter
 MAX_TERMS = 32  # a 4,000-character question must not become a 4,000-term query
+ENGLISH_PER_WORD = 3  # of a Japanese word's English words, those searched for
 MIN_STEM_CHARS = 4  # "times" -> "time", never "tim": a shorter stem matches too much
 
 WORD_RE = re.compile(r"\w+")
@@ -96,6 +99,18 @@ def _all_terms(question: str) -> Iterator[str]:
     for word in WORD_RE.findall(question.lower()):
         for run, is_cjk in script_runs(word):
             yield from cjk_terms(run) if is_cjk else latin_terms(run)
+            if is_cjk:  # and its words in English, for English pages ("ヒープ": "heap")
+                yield from english_terms(run)
+
+
+def english_terms(run: str) -> list[str]:
+    """The search terms of the English of a Japanese run's dictionary words: the first
+    ``ENGLISH_PER_WORD`` of each, as ``latin_terms`` makes them."""
+    terms: list[str] = []
+    for _, _, words in shared_glossary().words(run, grammar_mask(run)):
+        plain = [word for word in words if word not in STOPWORDS][:ENGLISH_PER_WORD]
+        terms += [term for word in plain for term in latin_terms(word)]
+    return terms
 
 
 def script_runs(word: str) -> Iterator[tuple[str, bool]]:

@@ -1,0 +1,116 @@
+"""A Japanese question meets English pages through a dictionary's English
+(engine/knowledge/glossary.py, JMdict as ``jamdict-data`` ships it), on real pages: Valgrind's
+manual (eval/valgrinddocs), Node.js's reference (eval/nodedocs) and npm's (eval/npmdocs)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from broker.protocol import make_request
+from config.settings import Settings
+from engine.answering.needs import met, question_needs
+from engine.answering.on_site import BestArticle
+from engine.answering.pipeline import AnswerPlanner, Plan
+from engine.knowledge.glossary import Glossary, shared_glossary
+from engine.knowledge.query import grammar_mask, parse_query
+from engine.knowledge.scrape.builder import build_kb
+from engine.knowledge.scrape.extract import extract_article
+
+EVAL = Path(__file__).resolve().parent.parent / "eval"
+BASE = "http://docs.example"
+
+
+def planner_for(tmp_path: Path, site: str, pages: tuple[str, ...]) -> AnswerPlanner:
+    articles = []
+    for path in pages:
+        url = f"{BASE}/{path}"
+        html = (EVAL / site / "site" / path).read_bytes()
+        articles.append(extract_article(html, url).article(url))
+    settings = Settings(kb_path=tmp_path / f"{site}.sqlite3")
+    build_kb(settings.kb_path, settings.kb_path, articles, [], datetime.now(UTC))
+    return AnswerPlanner(settings, lambda messages: 0)
+
+
+def plan_for(planner: AnswerPlanner, question: str) -> Plan:
+    return planner.plan(make_request(reply_to="b", user_id="u", question=question, ttl_s=9))
+
+
+def test_a_word_is_read_in_english_its_trades_sense_first() -> None:
+    glossary = shared_glossary()
+
+    assert glossary.english("ヒープ") == ("heap",)
+    assert glossary.english("パス")[0] == "path"  # "passing (a test)" is its first sense
+    assert glossary.english("どれですか") == ()  # no entry
+
+
+def test_a_run_is_read_longest_word_first_around_its_grammar() -> None:
+    run = "ヒープの使用量を測るツールはどれですか"
+    words = shared_glossary().words(run, grammar_mask(run))
+
+    assert [run[start:end] for start, end, _ in words] == ["ヒープ", "使用量", "測る", "ツール"]
+
+
+def test_without_the_dictionary_nothing_is_read_in_english() -> None:
+    assert Glossary(None).english("ヒープ") == ()
+    assert Glossary(None).words("ヒープ", [False] * 3) == []
+
+
+def test_a_japanese_question_meets_an_english_sentence_and_searches_its_words() -> None:
+    question = "メモリリークの詳細を表示するにはどのオプションを使いますか？"  # noqa: RUF001
+    sentence = "If set to full, each individual memory leak will be shown in detail.".lower()
+
+    leak = [need for need in question_needs(question) if "リーク" in need.forms]
+
+    assert leak and all(met(need, sentence) for need in leak)
+    assert '"leak"' in parse_query(question).match
+
+
+def test_a_dictionary_page_must_be_near_in_meaning_too() -> None:
+    glossed = BestArticle("u", share=0.77, cosine=0.18, across_languages=True)  # "GPU の…"
+    near = BestArticle("u", share=0.79, cosine=0.38, across_languages=True)
+
+    assert not glossed.on_site
+    assert near.on_site
+
+
+def test_a_figure_is_never_on_the_site_by_meaning_alone() -> None:
+    price = BestArticle("u", share=0.25, cosine=0.54, across_languages=True, asks_number=True)
+    what = BestArticle("u", share=0.25, cosine=0.54, across_languages=True)
+
+    assert not price.on_site
+    assert what.on_site
+
+
+def test_a_japanese_question_in_japanese_words_is_answered_from_the_english_manual(
+    tmp_path: Path,
+) -> None:
+    """Its cosine with the manual's nearest passage is 0.38: the meaning alone refused it."""
+    planner = planner_for(tmp_path, "valgrinddocs", ("mc-manual.html", "manual-core.html"))
+
+    plan = plan_for(planner, "メモリリークの詳細を表示するにはどのオプションを使いますか？")  # noqa: RUF001
+
+    assert plan.step == "quote_only"
+    assert plan.sources == (f"{BASE}/mc-manual.html",)
+    assert plan.evidence is not None
+    assert "--leak-check=" in plan.evidence.quote
+
+
+def test_a_japanese_question_finds_the_entry_its_words_name(tmp_path: Path) -> None:
+    planner = planner_for(tmp_path, "nodedocs", ("worker_threads.html", "process.html"))
+
+    plan = plan_for(planner, "ワーカースレッドからメインスレッドにメッセージを送るには？")  # noqa: RUF001
+
+    assert plan.step == "quote_only"
+    assert plan.sources == (f"{BASE}/worker_threads.html",)
+
+
+def test_a_price_asked_in_japanese_is_not_answered_from_a_page_near_in_meaning(
+    tmp_path: Path,
+) -> None:
+    planner = planner_for(tmp_path, "npmdocs", ("commands/npm.html", "commands/npm-help.html"))
+
+    plan = plan_for(planner, "npm の有料プランは月いくらですか？")  # noqa: RUF001
+
+    assert plan.step == "not_on_site"
+    assert plan.sources == ()
