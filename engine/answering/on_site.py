@@ -16,9 +16,9 @@ the site must show that it answers the question, in one of two ways:
   answers from one merely about the same thing ("Does the onsen have a sauna?" is as close
   to the onsen's page as its opening hours are), so words decide there. A Japanese
   question's words also meet English pages through a dictionary's English
-  (``engine/knowledge/glossary.py``: "メモリリーク", "memory leak"), and a page met so must be
-  near in meaning as well (``GLOSSED_COSINE``: the dictionary's words are loose); a question
-  asking for a figure ("いくら", "何バイト") is never on the site by its meaning alone.
+  (``engine/knowledge/glossary.py``: "メモリリーク", "memory leak"), as an English question's
+  would; a question asking for a figure ("いくら", "何バイト") is never on the site by its
+  meaning alone ("npm の有料プランは月いくら" is near npm's pages).
 
 A question that names an entry of the site by its anchor (a function, a setting:
 ``fetch-timeout``), or a command whose page is titled by it ("npm publish": ``npm-publish``),
@@ -54,10 +54,6 @@ from engine.knowledge.models import Passage
 
 WORDS_SHARE = 0.7
 MEANING_COSINE = 0.40
-# Across languages a question's words meet a page through a dictionary's English, which is
-# loose ("商用", business use, is met by "testing purposes"): the page must be near in
-# meaning too, if less near than the meaning alone needs.
-GLOSSED_COSINE = 0.30
 MEANING_TIE = 0.02  # cosines this close are as near: the search's order decides
 PASSAGES_USED = 3  # of the answering article, best first: what the model reads
 
@@ -76,8 +72,9 @@ class BestArticle:
 
     @property
     def on_site(self) -> bool:
-        near = not self.across_languages or self.cosine >= GLOSSED_COSINE
-        by_words = self.share >= WORDS_SHARE and near and self.latin_share >= WORDS_SHARE
+        # across languages, the Latin names must be on the page whatever the English met
+        names_met = not self.across_languages or self.latin_share >= WORDS_SHARE
+        by_words = self.share >= WORDS_SHARE and names_met
         by_meaning = (
             self.across_languages
             and self.cosine >= MEANING_COSINE

@@ -5,32 +5,43 @@ sentence encoder puts it nearer the manual on writing tools than Massif's ("a he
 profiler"). A dictionary reads its words as a newcomer would look them up: ヒープ "heap",
 使用量 "amount used", 測る "measure", ツール "tool". The dictionary is JMdict (the Electronic
 Dictionary Research and Development Group, CC BY-SA 4.0), as the ``jamdict-data`` package
-ships it: a read-only SQLite file, looked up by its indexes, nothing held in memory.
+ships it: a read-only SQLite file, looked up by its indexes (recent lookups are cached).
 
-A word's English is the first two senses of each of its entries and every sense JMdict files
-under computing: パス is "passing (a test)" first and "path (file, directory)" only in its sixth.
-A run of the question is read longest word first, from each kanji or katakana; hiragana
-alone begins no word (it is mostly grammar, and a kana word's senses are many).
+A word's English is its glosses, each kept whole ("memory leak", "business purpose": one word
+of a phrase alone would meet pages that say something else), from every sense JMdict files
+under computing and the first two senses of each of its entries: パス is "passing (a test)"
+first and "path (file, directory)" only in its sixth. A gloss that negates ("not free" for
+有料) is left out. A run of the question is read longest word first, from each kanji or
+katakana; a word is two characters or more: a lone kanji has senses by the dozen (中: "inside",
+"while", "red dragon tile"), and hiragana begins no word (it is mostly grammar, and its
+lookups are homophones: こと, "koto, a stringed instrument").
 """
 
 from __future__ import annotations
 
 import functools
 import importlib.util
+import logging
 import re
 import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+log = logging.getLogger(__name__)
+
 LONGEST_WORD = 8  # characters: JMdict's compounds of use here are shorter
+SHORTEST_WORD = 2  # characters
+LONGEST_GLOSS = 3  # words: a longer gloss describes ("sweet jellied dessert made of…")
+GLOSSED_CHARS = 400  # of a question: a long paragraph costs a lookup per character
 WORD_START_RE = re.compile(r"[\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 GLOSS_WORD_RE = re.compile(r"[a-z][a-z-]*[a-z]")
-# Words of a gloss that name no topic ("to measure", "(giving something a) pass", "e.g.").
+# Words of a gloss that name no topic ("to measure", "on business", "during the year").
 GLOSS_STOPWORDS = frozenset(
-    "a an and as at be by etc for in into of on one one's or out someone something the to "
-    "with esp".split()
+    "a all an and as at be by during esp etc for in into like of on one one's or out some "
+    "someone something the to while with".split()
 )
+NEGATION_RE = re.compile(r"\b(?:not|no|non|never|without)\b")
 FIRST_SENSES = 2  # of an entry's senses, those read whatever their field
 SENSES_SQL = f"""
 SELECT s.ID, s.ID < (SELECT MIN(ID) FROM Sense WHERE idseq = s.idseq) + {FIRST_SENSES},
@@ -56,24 +67,25 @@ class Glossary:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
+        self.failed = False  # a read failed once: said once in the log
         self._local = threading.local()  # a connection per thread: sqlite3's rule
 
     def english(self, word: str) -> tuple[str, ...]:
-        """The English words of ``word``'s senses that say what it is, lowercase, those of
-        its computing senses first; () when it is no entry."""
+        """The English glosses of ``word``'s senses that say what it is, lowercase, those
+        of its computing senses first; () when it is no entry or the dictionary fails."""
         return _english(self, word)
 
-    def words(self, run: str, skip: Sequence[bool]) -> list[tuple[int, int, tuple[str, ...]]]:
-        """The dictionary words of a Japanese ``run`` as (start, end, English words), read
-        longest first from each kanji or katakana that ``skip`` (its grammar) does not mark."""
+    def words(self, run: str, grammar: Sequence[bool]) -> list[tuple[int, int, tuple[str, ...]]]:
+        """The dictionary words of a Japanese ``run`` as (start, end, English glosses), read
+        longest first from each kanji or katakana that ``grammar`` does not mark."""
         found: list[tuple[int, int, tuple[str, ...]]] = []
         start = 0
-        while start < len(run):
-            if skip[start] or not WORD_START_RE.match(run[start]):
+        while start < min(len(run), GLOSSED_CHARS):
+            if grammar[start] or not WORD_START_RE.match(run[start]):
                 start += 1
                 continue
-            end = _word_end(run, start, skip)
-            for stop in range(min(end, start + LONGEST_WORD), start, -1):
+            end = _word_end(run, start, grammar)
+            for stop in range(min(end, start + LONGEST_WORD), start + SHORTEST_WORD - 1, -1):
                 if english := self.english(run[start:stop]):
                     found.append((start, stop, english))
                     start = stop
@@ -87,37 +99,48 @@ class Glossary:
             return None
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            uri = f"file:{self.path}?mode=ro&immutable=1"
-            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+            conn = sqlite3.connect(uri, uri=True)
             self._local.conn = conn
         return conn
 
 
 @functools.lru_cache(maxsize=8192)
 def _english(glossary: Glossary, word: str) -> tuple[str, ...]:
-    conn = glossary._connection()
-    if conn is None:
+    try:
+        conn = glossary._connection()
+        if conn is None:
+            return ()
+        senses = conn.execute(SENSES_SQL, (word, word)).fetchall()
+        chosen = [sense for sense, _, computing in senses if computing]  # the trade's first
+        chosen += [sense for sense, early, computing in senses if early and not computing]
+        glosses = [g for sense in chosen for (g,) in conn.execute(GLOSSES_SQL, (sense,))]
+    except sqlite3.Error as error:  # a damaged install: Japanese is searched as before
+        _warn_once(glossary, error)
         return ()
-    senses = conn.execute(SENSES_SQL, (word, word)).fetchall()
-    chosen = [sense for sense, _, computing in senses if computing]  # the trade's own first
-    chosen += [sense for sense, early, computing in senses if early and not computing]
-    words: list[str] = []
-    for sense in chosen:
-        for (gloss,) in conn.execute(GLOSSES_SQL, (sense,)):
-            words += _gloss_words(gloss)
-    return tuple(dict.fromkeys(words))
+    plain = (_plain(gloss) for gloss in glosses)
+    return tuple(dict.fromkeys(gloss for gloss in plain if gloss))
 
 
-def _gloss_words(gloss: str) -> list[str]:
-    """One gloss's words: "path (file, directory, graphics)" gives "path", "to measure"
-    "measure"."""
-    plain = re.sub(r"\([^)]*\)", " ", gloss.lower())
-    return [w for w in GLOSS_WORD_RE.findall(plain) if w not in GLOSS_STOPWORDS]
+def _plain(gloss: str) -> str:
+    """A gloss's words that name something, or "" when it negates or describes: "path
+    (file, directory, graphics)" gives "path", "to measure" "measure", "not free" ""."""
+    lowered = re.sub(r"\([^)]*\)", " ", gloss.lower())
+    if NEGATION_RE.search(lowered):
+        return ""
+    words = [w for w in GLOSS_WORD_RE.findall(lowered) if w not in GLOSS_STOPWORDS]
+    return " ".join(words) if len(words) <= LONGEST_GLOSS else ""
 
 
-def _word_end(run: str, start: int, skip: Sequence[bool]) -> int:
+def _warn_once(glossary: Glossary, error: sqlite3.Error) -> None:
+    if not glossary.failed:
+        glossary.failed = True
+        log.warning("the Japanese dictionary at %s cannot be read (%s)", glossary.path, error)
+
+
+def _word_end(run: str, start: int, grammar: Sequence[bool]) -> int:
     end = start
-    while end < len(run) and not skip[end]:
+    while end < len(run) and not grammar[end]:
         end += 1
     return end
 

@@ -8,7 +8,8 @@ endings ("closing" -> "clos"), so a substring match finds "close", "closed" and 
 Japanese has no spaces: its runs become overlapping trigrams for the index and bigrams (most
 Japanese words are two kanji) for a substring fallback that trigrams cannot serve. A hiragana
 word ("ようかん", "よやく") is found by its hiragana trigrams, once the grammar around it
-("はいくらですか") is taken out.
+("はいくらですか") is taken out. A Japanese run's dictionary words are also searched in
+English, for English pages (``glossary.py``: ヒープ, "heap"), after the question's own terms.
 
 engine/answering/needs.py groups the same terms by what the question asks about, for the
 on-site decision and the quote: they must read the question as the search does.
@@ -24,7 +25,9 @@ from engine.knowledge.glossary import shared_glossary
 
 MIN_INDEXED_CHARS = 3  # the trigram tokenizer matches nothing shorter
 MAX_TERMS = 32  # a 4,000-character question must not become a 4,000-term query
-ENGLISH_PER_WORD = 3  # of a Japanese word's English words, those searched for
+ENGLISH_PER_WORD = 2  # of a Japanese word's English forms, those searched for
+ENGLISH_TERMS = 12  # a Japanese question's English forms searched for, after its own terms
+NOUN_SUFFIXES = ("ation", "ition", "tion", "sion", "ment")
 MIN_STEM_CHARS = 4  # "times" -> "time", never "tim": a shorter stem matches too much
 
 WORD_RE = re.compile(r"\w+")
@@ -73,7 +76,11 @@ def parse_query(question: str) -> Query:
     substrings = [term for term in short if term not in STOPWORDS]
     if not content and not substrings:  # "what is this": stopwords are all there is
         content = indexed
-    match = " OR ".join(_quote(term) for term in _unique(content))
+    # A Japanese question's words in English, for English pages ("ヒープ": "heap"), within a
+    # budget of their own: they must not push the question's own terms out, nor these them.
+    english = _unique(list(_english_terms(question)))[:ENGLISH_TERMS]
+    terms = _unique(content) + [term for term in english if term not in content]
+    match = " OR ".join(_quote(term) for term in terms)
     return Query(match=match, substrings=tuple(_unique(substrings)))
 
 
@@ -95,22 +102,46 @@ def short_word_phrases(question: str) -> list[str]:
     return phrases
 
 
+def _english_terms(question: str) -> Iterator[str]:
+    for word in WORD_RE.findall(question.lower()):
+        for run, is_cjk in script_runs(word):
+            for _, _, forms in english_forms(run) if is_cjk else ():
+                yield from (f for f in forms[:ENGLISH_PER_WORD] if len(f) >= MIN_INDEXED_CHARS)
+
+
 def _all_terms(question: str) -> Iterator[str]:
     for word in WORD_RE.findall(question.lower()):
         for run, is_cjk in script_runs(word):
             yield from cjk_terms(run) if is_cjk else latin_terms(run)
-            if is_cjk:  # and its words in English, for English pages ("ヒープ": "heap")
-                yield from english_terms(run)
 
 
-def english_terms(run: str) -> list[str]:
-    """The search terms of the English of a Japanese run's dictionary words: the first
-    ``ENGLISH_PER_WORD`` of each, as ``latin_terms`` makes them."""
-    terms: list[str] = []
-    for _, _, words in shared_glossary().words(run, grammar_mask(run)):
-        plain = [word for word in words if word not in STOPWORDS][:ENGLISH_PER_WORD]
-        terms += [term for word in plain for term in latin_terms(word)]
-    return terms
+def english_forms(run: str) -> list[tuple[int, int, tuple[str, ...]]]:
+    """The dictionary words of a Japanese run (``glossary.py``) as (start, end, forms): each
+    of its English glosses as the search and the needs look for it, a word's ending dropped
+    ("memory leaks" is met by "memory leak") and a noun's made verb ("installation" by
+    "install": the page says "npm install"); stopwords are no form."""
+    words = shared_glossary().words(run, grammar_mask(run))
+    return [(start, end, _english_forms(glosses)) for start, end, glosses in words]
+
+
+def _english_forms(glosses: tuple[str, ...]) -> tuple[str, ...]:
+    forms = []
+    for gloss in glosses:
+        *before, last = gloss.split()
+        if not before and last in STOPWORDS:
+            continue
+        verb = _verb_of(last)
+        forms.append(" ".join([*before, verb if verb != last else _stem(last)]))
+    return tuple(dict.fromkeys(forms))
+
+
+def _verb_of(noun: str) -> str:
+    """ "installation" -> "install", "deletion" -> "delet", "execution" -> "execut": the stem
+    a page's verb shares, when at least ``MIN_STEM_CHARS`` are left ("option" stays)."""
+    for suffix in NOUN_SUFFIXES:
+        if noun.endswith(suffix) and len(noun) - len(suffix) >= MIN_STEM_CHARS:
+            return noun[: -len(suffix)]
+    return noun
 
 
 def script_runs(word: str) -> Iterator[tuple[str, bool]]:
