@@ -114,18 +114,46 @@ def test_a_figure_is_never_on_the_site_by_meaning_alone() -> None:
     assert what.on_site
 
 
+@pytest.fixture(scope="module")
+def valgrind(tmp_path_factory: pytest.TempPathFactory) -> AnswerPlanner:
+    pages = ("mc-manual.html", "manual-core.html")
+    return planner_for(tmp_path_factory.mktemp("valgrind"), "valgrinddocs", pages)
+
+
 def test_a_japanese_question_in_japanese_words_is_answered_from_the_english_manual(
-    tmp_path: Path,
+    valgrind: AnswerPlanner,
 ) -> None:
     """Its cosine with the manual's nearest passage is 0.38: the meaning alone refused it."""
-    planner = planner_for(tmp_path, "valgrinddocs", ("mc-manual.html", "manual-core.html"))
-
-    plan = plan_for(planner, "メモリリークの詳細を表示するにはどのオプションを使いますか？")  # noqa: RUF001
+    plan = plan_for(valgrind, "メモリリークの詳細を表示するにはどのオプションを使いますか？")  # noqa: RUF001
 
     assert plan.step == "quote_only"
     assert plan.sources == (f"{BASE}/mc-manual.html",)
     assert plan.evidence is not None
     assert "--leak-check=" in plan.evidence.quote
+
+
+def test_a_figure_asked_in_japanese_is_answered_only_by_a_quote_that_holds_one(
+    valgrind: AnswerPlanner, tmp_path: Path
+) -> None:
+    """The price's words are met in English ("support", "contract"); on Valgrind's manual the
+    quote was about the clone system call."""
+    support = (
+        "<html><body><main><h1>Support</h1><p>Valgrind support contracts are made with the"
+        " developers. Ask them for a support contract.</p></main></body></html>"
+    )
+    url = f"{BASE}/support.html"
+    articles = [extract_article(support.encode(), url).article(url)]
+    build_kb(tmp_path / "kb.sqlite3", tmp_path / "kb.sqlite3", articles, [], datetime.now(UTC))
+    planner = AnswerPlanner(Settings(kb_path=tmp_path / "kb.sqlite3"), lambda messages: 0)
+
+    price = plan_for(planner, "Valgrind の商用サポート契約はいくらですか？")  # noqa: RUF001
+    default = plan_for(valgrind, "--num-callers の既定値はいくつですか？")  # noqa: RUF001
+
+    assert price.step == "not_on_site"
+    assert price.sources == ()
+    assert default.step == "quote_only"
+    assert default.evidence is not None
+    assert "12" in default.evidence.quote
 
 
 def test_a_japanese_question_in_japanese_words_is_on_the_node_pages_a_price_is_not(

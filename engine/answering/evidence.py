@@ -202,6 +202,16 @@ def find_evidence(
     return Evidence(passage.title, passage.url, _with_entry_name(passage, quote))
 
 
+def asks_for_number(question: str) -> bool:
+    """Whether the answer to ``question`` is a figure ("how much", "いくら", "何バイト")."""
+    return ASKS_FOR_NUMBER_RE.search(question) is not None
+
+
+def has_number(text: str) -> bool:
+    """Whether ``text`` holds a figure, in digits or kanji numerals."""
+    return NUMBER_RE.search(text) is not None
+
+
 def _narrowed(candidates: list[_Sentence], question: str, named: set[int]) -> list[_Sentence]:
     """The candidates that can answer what is asked: those holding a number when it asks
     for one; those of the entry it names, if any, and of them not its facts' labels."""

@@ -47,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
-from engine.answering.evidence import ASKS_FOR_NUMBER_RE, entries_named, entry_name
+from engine.answering.evidence import asks_for_number, entries_named, entry_name
 from engine.answering.needs import Need, met, question_needs
 from engine.answering.wording import language_of
 from engine.knowledge.models import Passage
@@ -137,7 +137,7 @@ def best_article(
     # で timeout を…" from a page that only names requests. (An English question's words are
     # all Latin: not these.)
     latin = [need for need in needs if need.forms[0].isascii()] if asked_in == "ja" else []
-    asks_number = ASKS_FOR_NUMBER_RE.search(question) is not None
+    asks_number = asks_for_number(question)
 
     def judged(url: str, share: float, cosine: float, passage: Passage) -> BestArticle:
         latin_share = share_met(latin, articles[url], site_terms) if latin else 1.0

@@ -49,8 +49,10 @@ from broker.protocol import Request
 from config.settings import Settings
 from engine.answering.evidence import (
     Evidence,
+    asks_for_number,
     entries_named,
     find_evidence,
+    has_number,
     is_entry_of,
     opening,
 )
@@ -158,6 +160,11 @@ class AnswerPlanner:
         if evidence is None and searched != asked:  # "For how long can I keep them?": the books
             evidence = find_evidence(searched, passages, nearness=nearness)
         evidence = evidence or opening(passages[0])
+        if across and asks_for_number(asked) and not has_number(evidence.quote):
+            # "Valgrind の商用サポート契約はいくらですか": its words met in English ("support",
+            # "contract"), but what answers a figure across languages holds one
+            nearest = format_nearest(words.nearest, found)
+            return Plan("not_on_site", language, note=f"{words.not_on_site}\n\n{nearest}".strip())
         if named := entries_named(asked, passages):  # the entry asked about, not its neighbours:
             passages = [passages[rank] for rank in sorted(named)]  # "os.endianness() returns…"
         if not self._model_writes(question, language):  # 6
