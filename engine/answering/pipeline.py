@@ -27,6 +27,8 @@ the site decides what the model may say, and most decisions are taken before it 
    article is about by the article's title ("http.server — HTTP servers") reads the article's
    opening too, where a module's page says what matters most of it. A follow-up whose own
    words meet no sentence ("For how long can I keep them?") is quoted by the conversation's.
+   A figure asked across languages ("…契約はいくらですか" of English pages) needs a quote that
+   holds one; else it is not on the site.
 6. **Who writes**: the model, when it writes the question's language
    (``CONCIERGE_MODEL_LANGUAGES``) and, for a yes/no question, when it can
    (``CONCIERGE_MODEL_ANSWERS_YES_NO``, ``yes_no.py``); otherwise the quote alone.
