@@ -42,6 +42,7 @@ GLOSS_STOPWORDS = frozenset(
     "someone something the to while with".split()
 )
 NEGATION_RE = re.compile(r"\b(?:not|no|non|never|without)\b")
+CACHE_KIB = 256  # SQLite's page cache per connection (a thread's), not its default 2 MiB
 FIRST_SENSES = 2  # of an entry's senses, those read whatever their field
 SENSES_SQL = f"""
 SELECT s.ID, s.ID < (SELECT MIN(ID) FROM Sense WHERE idseq = s.idseq) + {FIRST_SENSES},
@@ -101,6 +102,7 @@ class Glossary:
         if conn is None:
             uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
             conn = sqlite3.connect(uri, uri=True)
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB}")  # a few index pages per lookup
             self._local.conn = conn
         return conn
 
