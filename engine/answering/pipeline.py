@@ -152,9 +152,8 @@ class AnswerPlanner:
             return Plan("no_articles", language, note=words.no_articles, messages=messages,
                         history=fitted)  # fmt: skip
         passages = self._on_site(asked, found, searched, self._entries_named(asked, found))  # 4
-        if not passages:  # the nearest sections still point a newcomer somewhere
-            nearest = format_nearest(words.nearest, found)
-            return Plan("not_on_site", language, note=f"{words.not_on_site}\n\n{nearest}".strip())
+        if not passages:
+            return _not_on_site(language, found)
         passages = self._with_opening(asked, passages)  # "http.server を本番環境で…"
         across = language != language_of(passages[0].text)  # its words cannot choose the quote
         nearness = self._nearness if across else None
@@ -165,8 +164,7 @@ class AnswerPlanner:
         if across and asks_for_number(asked) and not has_number(evidence.quote):
             # "Valgrind の商用サポート契約はいくらですか": its words met in English ("support",
             # "contract"), but what answers a figure across languages holds one
-            nearest = format_nearest(words.nearest, found)
-            return Plan("not_on_site", language, note=f"{words.not_on_site}\n\n{nearest}".strip())
+            return _not_on_site(language, found)
         if named := entries_named(asked, passages):  # the entry asked about, not its neighbours:
             passages = [passages[rank] for rank in sorted(named)]  # "os.endianness() returns…"
         if not self._model_writes(question, language):  # 6
@@ -246,6 +244,14 @@ class AnswerPlanner:
         if language not in self.settings.model_languages:
             return False
         return self.settings.model_answers_yes_no or not is_yes_no_question(question)
+
+
+def _not_on_site(language: Language, found: list[Passage]) -> Plan:
+    """The plan that says the site does not answer, in the question's language; the nearest
+    sections ``found`` still point a newcomer somewhere."""
+    words = WORDING[language]
+    nearest = format_nearest(words.nearest, found)
+    return Plan("not_on_site", language, note=f"{words.not_on_site}\n\n{nearest}".strip())
 
 
 def _names(question: str, subject: str) -> bool:

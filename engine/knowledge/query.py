@@ -136,7 +136,7 @@ def _english_forms(glosses: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _verb_of(noun: str) -> str:
-    """ "installation" -> "install", "deletion" -> "delet", "execution" -> "execut": the stem
+    """ "installation" -> "install", "deletion" -> "dele", "execution" -> "execu": the stem
     a page's verb shares, when at least ``MIN_STEM_CHARS`` are left ("option" stays)."""
     for suffix in NOUN_SUFFIXES:
         if noun.endswith(suffix) and len(noun) - len(suffix) >= MIN_STEM_CHARS:
