@@ -21,10 +21,22 @@ free_port() {
 }
 
 eval_engine_stop() {
+    engine_memory
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
     delete_topology >/dev/null 2>&1 || true
     rm -rf "$work"
+}
+
+# The engine's memory, to stderr: its peak over the whole run (the model's load, the rescrape
+# with its embeddings, every answer) and what it holds at the end. Issue 26's budget is 600 MB
+# with the default model (docs/quality.md, "Memory").
+engine_memory() {
+    local status=/proc/${engine_pid:-0}/status
+    [ -r "$status" ] || return 0
+    awk '/^VmHWM:/ {peak = $2} /^VmRSS:/ {now = $2}
+         END {printf "engine memory: peak %d MiB (%d MB), at the end %d MiB (VmHWM, VmRSS)\n",
+              peak / 1024, peak * 1.024 / 1000, now / 1024}' "$status" >&2
 }
 
 # The run's queues and exchanges, under its own prefix, go with it.
@@ -51,7 +63,8 @@ PY
 # The engine logs "engine <name> ready" once the model is loaded and it takes requests.
 eval_engine_start() {
     "$python" -m cli.main engine 2>"$work/engine.log" &
-    local engine=$!
+    engine_pid=$!
+    local engine=$engine_pid
     pids+=("$engine")
     for _ in $(seq 1200); do
         grep -q " ready" "$work/engine.log" && return 0
