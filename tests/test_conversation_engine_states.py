@@ -106,7 +106,7 @@ def test_a_follow_up_after_another_question_is_answered_from_its_saved_state(
     try:
         from_cache = answer(cached, follow_up)
     finally:
-        del cached.llm.load_state
+        cached.llm.load_state = load_state  # type: ignore[method-assign]  # the engine's own
 
     assert len(loaded) == 1 and loaded[0] > cached.count_tokens(first)  # its prompt and answer
     cached.llm.set_cache(None)
@@ -153,7 +153,7 @@ def test_a_follow_up_prepared_ahead_reads_only_its_articles_and_question(
     try:
         from_cache = answer(cached, follow_up)
     finally:
-        del cached.llm.load_state
+        cached.llm.load_state = load_state  # type: ignore[method-assign]  # the engine's own
 
     suffix = cached.llm.tokenize(GENERATION_PROMPT, add_bos=False, special=True)
     assert len(warmed) == cached.count_tokens(prefix) - len(suffix)  # up to the last answer
@@ -185,6 +185,57 @@ def test_the_oldest_states_go_once_the_capacity_is_reached(cached: LlamaBackend)
     kept = list(cache.cache_state)
     assert produced > cache.capacity_bytes and saved[0] not in kept
     assert kept == saved[-len(kept) :]  # the newest states, in the order they were saved
+
+
+def test_a_state_is_made_only_once_the_cache_has_room_for_it(cached: LlamaBackend) -> None:
+    """The cache drops its oldest states before llama.cpp's state is copied out, not after
+    the copy is added: the engine never holds the capacity plus one state."""
+    cache = cached.state_cache
+    assert cache is not None
+    for n in range(6):  # a full cache
+        answer(cached, chat_messages("Be brief.", f"A word about the colour {n}?"), 4)
+    assert cache.cache_size + entry_bytes(next(iter(cache.cache_state.values()))) > (
+        cache.capacity_bytes
+    )
+    held_when_made: list[int] = []
+    make_room = cache.make_room
+
+    def noting(state_bytes: int) -> None:
+        make_room(state_bytes)
+        held_when_made.append(cache.cache_size + state_bytes)
+
+    cache.make_room = noting  # type: ignore[method-assign]
+    try:
+        answer(cached, chat_messages("Be brief.", "A word about the colour of snow?"), 4)
+    finally:
+        cache.make_room = make_room  # type: ignore[method-assign]
+
+    assert len(held_when_made) == 1 and held_when_made[0] <= cache.capacity_bytes
+    assert cache.cache_size <= cache.capacity_bytes
+
+
+def test_loading_a_state_leaves_the_python_side_logits_untouched(cached: LlamaBackend) -> None:
+    """The library's ``load_state`` writes the saved row into all 512 rows of its logits
+    (100 MB, resident from the first follow-up on); the engine samples from llama.cpp's."""
+    system = "You are a helpful assistant."
+    first = chat_messages(system, "Name two birds.")
+    reply = answer(cached, first)
+    answer(cached, chat_messages(system, "Name a river."))  # the context holds another prompt
+    follow_up = chat_messages(
+        system,
+        "Which of them swims?",
+        history=[ChatMessage("user", first[-1].content), ChatMessage("assistant", reply)],
+    )
+    cached.llm.scores[:] = 7.0  # a mark the library's load would overwrite
+    loads: list[int] = []
+    load_state = cached.llm.load_state
+    cached.llm.load_state = lambda state: (loads.append(state.n_tokens), load_state(state))[1]
+    try:
+        answer(cached, follow_up)
+    finally:
+        cached.llm.load_state = load_state  # type: ignore[method-assign]  # the engine's own
+
+    assert loads and bool((cached.llm.scores == 7.0).all())
 
 
 # --- concierge bench conversation ---------------------------------------------------------

@@ -78,12 +78,18 @@ class LlamaBackend:
         """Keep the state after each answer, so a follow-up reads only what is new; 0: off."""
         if capacity_bytes <= 0:
             return None
-        from engine.backends.state_cache import StateCache, give_freed_states_back, lean_save_state
+        from engine.backends.state_cache import (
+            StateCache,
+            give_freed_states_back,
+            lean_load_state,
+            lean_save_state,
+        )
 
         give_freed_states_back()
         cache = StateCache(capacity_bytes)
         self.llm.set_cache(cache)
         self.llm.save_state = partial(lean_save_state, self.llm)  # type: ignore[method-assign]
+        self.llm.load_state = partial(lean_load_state, self.llm)  # type: ignore[method-assign]
         return cache
 
     async def health(self) -> dict[str, Any]:

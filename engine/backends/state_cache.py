@@ -15,10 +15,13 @@ is read.
   row is kept: ``load_state`` broadcasts it into the rows it restores.
 - The capacity counts everything an entry holds, not only llama.cpp's own state.
 
-And ``lean_save_state`` replaces ``Llama.save_state`` on the engine's model: the library's
-copies all 100 MB of logits and llama.cpp's state three times before the cache keeps one row
-and one copy, and those passing copies set the engine's peak memory (docs/quality.md,
-"Memory").
+And ``lean_save_state`` and ``lean_load_state`` replace ``Llama.save_state`` and
+``Llama.load_state`` on the engine's model: the library's save copies all 100 MB of logits and
+llama.cpp's state three times before the cache keeps one row and one copy; its load writes the
+saved row into every row of the Python-side logits up to the state's length (all 512 rows, so
+the whole 100 MB becomes resident the first time a follow-up loads a state) and copies the
+state once more. Those passing copies and written rows set the engine's peak memory
+(docs/quality.md, "Memory").
 
 A lookup that ties (every prompt shares the system prompt) takes the newest entry, so an
 unrelated question does not keep the oldest entry alive by touching it.
@@ -27,7 +30,7 @@ unrelated question does not keep the oldest entry alive by touching it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from llama_cpp.llama import Llama
 from llama_cpp.llama_cache import LlamaRAMCache
@@ -62,26 +65,51 @@ def give_freed_states_back() -> None:
 
 def lean_save_state(llm: Llama) -> LlamaState:
     """``llm.save_state()`` as the cache keeps it, made without the passing copies: the last
-    row of the logits only, and llama.cpp's state copied once out of its buffer."""
+    row of the logits only, and llama.cpp's state in the one buffer it is copied into. The
+    cache drops what it must to take the new state before that buffer is made, so the engine
+    never holds more than the cache's capacity of states, even for a moment."""
     import ctypes
 
     import llama_cpp
     from llama_cpp.llama import LlamaState
 
     context = llm._ctx.ctx  # what the library's own save_state reads
-    size = llama_cpp.llama_state_get_size(context)
-    buffer = (ctypes.c_uint8 * int(size))()
+    size = int(llama_cpp.llama_state_get_size(context))
+    if isinstance(llm.cache, StateCache):
+        llm.cache.make_room(size)
+    buffer = (ctypes.c_uint8 * size)()
     copied = int(llama_cpp.llama_state_get_data(context, buffer, size))
-    if copied > int(size):
+    if copied > size:
         raise RuntimeError("Failed to copy llama state data")
     return LlamaState(
         scores=llm._scores[-1:].copy(),
         input_ids=llm.input_ids.copy(),
         n_tokens=llm.n_tokens,
-        llama_state=ctypes.string_at(buffer, copied),
+        llama_state=buffer,  # type: ignore[arg-type]  # bytes-like: lean_load_state reads it
         llama_state_size=copied,
         seed=llm._seed,
     )
+
+
+def lean_load_state(llm: Llama, state: LlamaState) -> None:
+    """``llm.load_state(state)`` without writing the Python-side logits and without copying
+    the state: the engine samples from llama.cpp's own logits, and after a load the library
+    evaluates at least one token again before sampling (``_requires_eval``), so the rows it
+    would have written are never read."""
+    import ctypes
+
+    import llama_cpp
+
+    llm.input_ids = state.input_ids.copy()
+    llm.n_tokens = state.n_tokens
+    llm._requires_eval = True
+    llm._seed = state.seed
+    data: Any = state.llama_state  # a ctypes buffer (lean_save_state) or the library's bytes
+    if isinstance(data, bytes):
+        data = ctypes.cast(ctypes.c_char_p(data), ctypes.POINTER(ctypes.c_uint8))
+    size = state.llama_state_size
+    if llama_cpp.llama_state_set_data(llm._ctx.ctx, data, size) != size:
+        raise RuntimeError("Failed to set llama state data")
 
 
 class StateCache(LlamaRAMCache):
@@ -93,6 +121,11 @@ class StateCache(LlamaRAMCache):
     @property
     def cache_size(self) -> int:
         return sum(entry_bytes(state) for state in self.cache_state.values())
+
+    def make_room(self, state_bytes: int) -> None:
+        """Drop the least recently used states until one of ``state_bytes`` more fits."""
+        while self.cache_state and self.cache_size + state_bytes > self.capacity_bytes:
+            self.cache_state.popitem(last=False)
 
     def __setitem__(self, key: Sequence[int], value: LlamaState) -> None:
         value.scores = value.scores[-1:].copy()  # see the module's docstring
