@@ -120,6 +120,25 @@ def test_a_japanese_question_is_near_an_english_page_only_with_the_names_it_writ
     assert best_article("When does the hot spring open?", [onsen]).on_site  # English words
 
 
+def test_across_languages_meaning_alone_must_be_clearly_near() -> None:
+    """A Japanese question whose words the dictionary does not find on the page is on it by
+    meaning only from a cosine of 0.45: the csv page names Excel and sits at 0.41 from how to
+    read an Excel file's second sheet, which it does not say
+    (eval/realdocs, trap-ja-excel-sheet)."""
+    csv_page = Passage(
+        "csv — CSV File Reading and Writing",
+        f"{BASE}/library/csv.html",
+        "The so-called CSV (Comma Separated Values) format is the most common import and "
+        "export format for spreadsheets and databases. The excel dialect describes the usual "
+        "properties of an Excel-generated CSV file.",
+        similarity=0.413,
+    )
+    asked = "Excel ファイルの二枚目のシートを読み込むにはどうすればいいですか\uff1f"
+
+    assert not best_article(asked, [csv_page]).on_site
+    assert best_article(asked, [replace(csv_page, similarity=0.47)]).on_site
+
+
 def test_across_languages_the_searchs_order_breaks_a_near_tie_in_meaning() -> None:
     """The search weighs a Japanese question's Latin words ("requirements.txt") as well as its
     meaning: of two pages as near in meaning, its first is the one to cite (seen on the real
