@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from cli.eval_scoring import Case, load_cases
+from cli.eval_scoring import APPROXIMATE_TOKEN_RE, Case, load_cases
 from engine.answering.evidence import MAX_QUOTE_CHARS, find_evidence
 from engine.answering.needs import met, question_needs
 from engine.answering.on_site import WORDS_SHARE, best_article, on_site_passages
@@ -263,6 +263,31 @@ def test_answers_that_do_not_loop_are_left_alone(name: str) -> None:
     assert first_loop(LOOP_SAMPLES["clean"][name]) is None
 
 
+def test_a_sentence_said_again_with_new_endings_is_a_loop() -> None:
+    """SmolLM2 on Python's documentation ran to the token cap saying one sentence three times,
+    its end a little different each time: neither back to back nor eight times alike."""
+    said = (
+        "The default behavior when no index is provided for an item that has already been "
+        "removed from the list: if you want to remove all items starting at the given "
+        "position and move on to the next one (which may not exist), use a list "
+        "comprehension with a step of 1"
+    )
+    endings = [
+        " instead of a loop, as it will skip over the first element.\n",
+        ", which will skip over the first element.\n",
+        ", as the step skips it.\n",
+    ]
+    answer = "list.pop() removes and returns the last item in the list.\n" + "".join(
+        said + ending for ending in endings
+    )
+    pieces = APPROXIMATE_TOKEN_RE.findall(answer)
+
+    stopped_at = first_loop(pieces)
+
+    assert stopped_at is not None
+    assert len("".join(pieces[:stopped_at])) > len(said) * 2  # at its third time
+
+
 def test_the_loop_says_where_the_repetition_began() -> None:
     line = ["The", " last", " ferry", " leaves", " at", " 1", "6", ":", "5", "0", ".", "\n"]
     detector = RepetitionDetector()
@@ -284,7 +309,7 @@ def test_one_piece_repeated_is_a_loop_only_after_many() -> None:
 
 def test_the_detector_is_cheap_per_token() -> None:
     prose = LOOP_SAMPLES["clean"]["prose"] * 30  # 5,000 pieces, no loop to stop early
-    detector = RepetitionDetector(ngram_repeats=10_000, min_span=10_000)
+    detector = RepetitionDetector(ngram_repeats=10_000, long_ngram_repeats=10_000, min_span=10_000)
 
     started = time.perf_counter()
     for piece in prose:

@@ -9,7 +9,12 @@ while the rest does not. Two checks catch them, each a constant amount of work p
   ``min_copies`` times and ``min_span`` tokens in all (3 copies of a short span, 2 of a long
   one: a long span repeated exactly is never prose);
 - one run of ``ngram`` tokens has come back ``ngram_repeats`` times (a counted list, or
-  a paragraph that changes a number each time around).
+  a paragraph that changes a number each time around);
+- one run of ``LONG_NGRAM`` tokens has come back ``LONG_NGRAM_REPEATS`` times: a sentence
+  said again and again with its ending changed each time, too different for the first check
+  and too few times for the second (seen on Python's documentation: "The default behavior
+  when no index is provided for an item that has already been removed from the list: …"
+  three times, each ending its own way, to the token cap).
 
 Normal prose, a list whose items differ, and code repeat fragments, never whole spans back
 to back nor the same eight tokens eight times in one answer (tests/test_quality.py holds
@@ -27,6 +32,8 @@ MIN_SPAN = 32  # tokens of repetition before a loop is called: a few words can r
 LONG_PERIOD = 16  # from this many tokens a span seen twice in a row is a loop
 NGRAM = 8
 NGRAM_REPEATS = 8  # a week of opening hours is 7 lines alike: one more than that
+LONG_NGRAM = 24  # tokens: most of a sentence; prose never says it three times over
+LONG_NGRAM_REPEATS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +55,7 @@ class RepetitionDetector:
         min_span: int = MIN_SPAN,
         ngram: int = NGRAM,
         ngram_repeats: int = NGRAM_REPEATS,
+        long_ngram_repeats: int = LONG_NGRAM_REPEATS,
     ) -> None:
         self.max_period = max_period
         self.min_span = min_span
@@ -56,9 +64,11 @@ class RepetitionDetector:
         self.loop: Loop | None = None
         self._ids: dict[str, int] = {}  # pieces as small ints: cheap to compare and hash
         self._recent: deque[int] = deque(maxlen=max_period + 1)
-        self._tail: deque[int] = deque(maxlen=ngram)
         self._runs = [0] * (max_period + 1)  # runs[p]: tokens in a row equal to p back
-        self._grams: dict[tuple[int, ...], tuple[int, int, int]] = {}  # count, second, last
+        self._recurrences = (
+            _Recurrence(ngram, ngram_repeats),
+            _Recurrence(LONG_NGRAM, long_ngram_repeats),
+        )
         self._count = 0
 
     def feed(self, piece: str) -> Loop | None:
@@ -66,9 +76,8 @@ class RepetitionDetector:
         if self.loop is None:
             token = self._ids.setdefault(piece, len(self._ids))
             self._recent.append(token)
-            self._tail.append(token)
             self._count += 1
-            self.loop = self._periodic() or self._recurring()
+            self.loop = self._periodic() or self._recurring(token)
         return self.loop
 
     def _periodic(self) -> Loop | None:
@@ -87,19 +96,36 @@ class RepetitionDetector:
     def _min_copies(self, period: int) -> int:
         return 2 if period >= LONG_PERIOD else 3
 
-    def _recurring(self) -> Loop | None:
-        """A loop once the newest ``ngram`` tokens have been seen ``ngram_repeats`` times
-        (not overlapping: one token repeated is the periodic check's)."""
+    def _recurring(self, token: int) -> Loop | None:
+        found: Loop | None = None
+        for recurrence in self._recurrences:  # each sees every token
+            found = recurrence.feed(token, self._count) or found
+        return found
+
+
+class _Recurrence:
+    """A loop once the newest ``ngram`` tokens have been seen ``repeats`` times (not
+    overlapping: one token repeated is the periodic check's)."""
+
+    def __init__(self, ngram: int, repeats: int) -> None:
+        self.ngram = ngram
+        self.repeats = repeats
+        self._tail: deque[int] = deque(maxlen=ngram)
+        self._grams: dict[tuple[int, ...], tuple[int, int, int]] = {}  # count, second, last
+
+    def feed(self, token: int, count: int) -> Loop | None:
+        """Take the answer's ``count``-th token."""
+        self._tail.append(token)
         if len(self._tail) < self.ngram:
             return None
         gram = tuple(self._tail)
-        start = self._count - self.ngram
-        count, second, last = self._grams.get(gram, (0, -1, -self.ngram))
+        start = count - self.ngram
+        seen, second, last = self._grams.get(gram, (0, -1, -self.ngram))
         if start < last + self.ngram:
             return None
-        if count == 1:
+        if seen == 1:
             second = start
-        self._grams[gram] = (count + 1, second, start)
-        if count + 1 < self.ngram_repeats:
+        self._grams[gram] = (seen + 1, second, start)
+        if seen + 1 < self.repeats:
             return None
         return Loop("ngram", period=start - last, since=second)
