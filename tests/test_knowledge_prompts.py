@@ -7,11 +7,13 @@ from pathlib import Path
 
 from broker.protocol import make_request
 from config.settings import Settings
+from engine.answering.closing import closing
+from engine.answering.evidence import find_evidence
 from engine.answering.passages import format_sources, render_passages, select_passages
-from engine.answering.pipeline import AnswerPlanner
+from engine.answering.pipeline import AnswerPlanner, Plan
 from engine.answering.prompt import chat_messages
 from engine.backends.base import Backend, ChatMessage
-from engine.knowledge.models import Passage
+from engine.knowledge.models import PATH_SEPARATOR, Passage
 from engine.knowledge.scrape.discover import parse_feed
 from engine.knowledge.store import NO_ARTICLES_MESSAGE, KnowledgeBase
 from tests import knowledge_helpers
@@ -62,6 +64,30 @@ def test_format_sources_lists_each_article_once() -> None:
         "Sources:\n- Widgets <https://team.example/widgets>\n- Gears <https://team.example/gears>"
     )
     assert format_sources([]) == ""
+
+
+def test_the_quoted_section_is_listed_first() -> None:
+    """The reader checks the quote in its section: seen in `concierge chat` on Valgrind's
+    manual, a quote about --leak-check listed under --keep-stacktraces, the search's first."""
+    manual = "https://team.example/manual.html"
+    keep, leak = (f"Manual{PATH_SEPARATOR}--{name}" for name in ("keep-stacktraces", "leak-check"))
+    passages = [
+        Passage("Manual", manual, "Keep stack traces.", heading=keep, anchor="keep"),
+        Passage("Manual", manual, "--leak-check=full shows leaks.", heading=leak, anchor="leak"),
+        Passage("FAQ", "https://team.example/faq.html", "c"),
+    ]
+
+    assert format_sources(passages, quoted=f"{manual}#leak").splitlines() == [
+        "Sources:",
+        f"- {leak} <{manual}#leak>",
+        f"- {keep} <{manual}#keep>",
+        "- FAQ <https://team.example/faq.html>",
+    ]
+    evidence = find_evidence("What does --leak-check do?", passages[:2])
+    assert evidence is not None and evidence.link == f"{manual}#leak"
+    plan = Plan("quote_only", "en", tuple(passages), evidence)
+    shown = closing(plan, "stop", 64, answer="")
+    assert shown.index("--leak-check <") < shown.index("--keep-stacktraces <")
 
 
 async def test_sources_name_the_article_that_answered(settings: Settings, site: FakeSite) -> None:

@@ -49,7 +49,7 @@ def closing(
         parts.append(words.cut_length.format(max_tokens=max_tokens))
     if plan.evidence is not None:
         quoted = words.evidence.format(quote=plan.evidence.quote)
-        parts.append(quoted + "\n" + format_sources(list(plan.passages)))
+        parts.append(quoted + "\n" + format_sources(list(plan.passages), plan.evidence.link))
     elif plan.note:
         parts.append(plan.note)
     text = "\n\n".join(parts)

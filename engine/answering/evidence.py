@@ -91,11 +91,13 @@ ENTRY_KINDS = frozenset(
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """A quote from one article: ``quote`` is at most ``MAX_QUOTE_CHARS`` long."""
+    """A quote from one article: ``quote`` is at most ``MAX_QUOTE_CHARS`` long, from the
+    section at ``link``."""
 
     title: str
     url: str
     quote: str
+    link: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,7 +201,7 @@ def find_evidence(
     chosen += _announced(chosen[-1], sentences, max_chars - len(_join(chosen)))
     passage = passages[first.rank]
     quote = shorten(_join(chosen), max_chars)
-    return Evidence(passage.title, passage.url, _with_entry_name(passage, quote))
+    return Evidence(passage.title, passage.url, _with_entry_name(passage, quote), passage.link)
 
 
 def asks_for_number(question: str) -> bool:
@@ -238,7 +240,7 @@ def opening(
     quote = shorten(first, max_chars)
     if with_name:
         quote = _with_entry_name(passage, quote)
-    return Evidence(passage.title, passage.url, quote)
+    return Evidence(passage.title, passage.url, quote, passage.link)
 
 
 def _sentences(

@@ -40,11 +40,12 @@ def render_passages(chosen: list[Passage]) -> str:
     )
 
 
-def format_sources(passages: list[Passage]) -> str:
-    """A "Sources:" line, then "- Title > Section <page#anchor>" once per section in rank
-    order; "" if none."""
+def format_sources(passages: list[Passage], quoted: str = "") -> str:
+    """A "Sources:" line, then "- Title > Section <page#anchor>" once per section: the
+    ``quoted`` section (its link) first, since the reader checks the quote there, then the
+    rest in rank order; "" if none."""
     first: dict[str, Passage] = {}
-    for passage in passages:
+    for passage in sorted(passages, key=lambda passage: passage.link != quoted):
         first.setdefault(passage.link, passage)
     if not first:
         return ""
