@@ -53,6 +53,19 @@ def test_a_run_is_read_longest_word_first_around_its_grammar() -> None:
     assert [run[start:end] for start, end, _ in words] == ["ヒープ", "使用量", "測る", "ツール"]
 
 
+def test_a_noun_without_is_read_as_the_dictionarys_pair_not_as_the_noun() -> None:
+    """ "関係のない複数の例外" asks about unrelated exceptions: "relation" would be the
+    opposite; a noun the dictionary has no such pair for is read as before."""
+    glossary = shared_glossary()
+    run = "関係のない複数の例外をまとめて送出するには"
+    words = glossary.words(run, grammar_mask(run))
+
+    assert [run[start:end] for start, end, _ in words][:3] == ["関係のない", "複数", "例外"]
+    assert words[0][2][0] == "unrelated"
+    limitless = "制限のない数"
+    assert glossary.words(limitless, grammar_mask(limitless))[0][:2] == (0, 2)
+
+
 def test_without_the_dictionary_nothing_is_read_in_english() -> None:
     assert Glossary(None).english("ヒープ") == ()
     assert Glossary(None).words("ヒープ", [False] * 3) == []

@@ -42,6 +42,9 @@ GLOSS_STOPWORDS = frozenset(
     "someone something the to while with".split()
 )
 NEGATION_RE = re.compile(r"\b(?:not|no|non|never|without)\b")
+# A noun then "without" ("関係のない", no relation): the dictionary files many such pairs as one
+# word, its noun with ない ("関係ない", "unrelated"), whose English is the opposite of the noun's.
+ABSENCE_ENDINGS = ("のない", "の無い", "ない", "無い")
 CACHE_KIB = 256  # SQLite's page cache per connection (a thread's), not its default 2 MiB
 FIRST_SENSES = 2  # of an entry's senses, those read whatever their field
 SENSES_SQL = f"""
@@ -88,12 +91,23 @@ class Glossary:
             end = _word_end(run, start, grammar)
             for stop in range(min(end, start + LONGEST_WORD), start + SHORTEST_WORD - 1, -1):
                 if english := self.english(run[start:stop]):
+                    stop, english = self._absent(run, start, stop, english)
                     found.append((start, stop, english))
                     start = stop
                     break
             else:
                 start += 1
         return found
+
+    def _absent(
+        self, run: str, start: int, stop: int, english: tuple[str, ...]
+    ) -> tuple[int, tuple[str, ...]]:
+        """The word as read with its "without" after it, when the dictionary has the pair
+        ("関係のない": "unrelated", not "relation"); else as read."""
+        for ending in ABSENCE_ENDINGS:
+            if run.startswith(ending, stop) and (absent := self.english(run[start:stop] + "ない")):
+                return stop + len(ending), absent
+        return stop, english
 
     def _connection(self) -> sqlite3.Connection | None:
         if self.path is None:
