@@ -77,6 +77,26 @@ def test_a_sentence_announcing_an_example_brings_the_example() -> None:
     assert "{math.pi:.3f}" in evidence.quote
 
 
+def test_a_line_typed_at_a_prompt_yields_to_the_sentence_that_says_what_it_is_for() -> None:
+    """ "(tutorial-env) $ python -m pip install -r requirements.txt" meets "installed" and
+    "requirements.txt" as a command; the sentence announcing the freeze example says how to
+    save the list."""
+    found = [
+        section_passage("tutorial/venv.html", "Managing Packages with pip"),
+        section_passage("tutorial/venv.html", "Creating Virtual Environments"),
+    ]
+    question = (
+        "How do I save the list of packages installed in my virtual environment to "
+        "requirements.txt?"
+    )
+
+    evidence = find_evidence(question, found)
+
+    assert evidence is not None
+    assert "pip freeze > requirements.txt" in evidence.quote
+    assert "install -r" not in evidence.quote
+
+
 def test_a_glossary_entry_is_quoted_by_what_it_says_not_by_its_name_alone() -> None:
     entry = section_passage("glossary.html", "EAFP")  # "EAFP" on its own line, then its text
 
@@ -205,7 +225,10 @@ def test_a_sentence_is_read_by_meaning_after_the_one_before_it() -> None:
     requirements.txt file:", which brings the freeze command after its colon, is nearer only
     read after the sentence before it ("python -m pip freeze will produce a similar list of
     the installed packages…")."""
-    section = section_passage("tutorial/venv.html", "Managing Packages with pip")
+    found = [
+        section_passage("tutorial/venv.html", "Managing Packages with pip"),
+        section_passage("tutorial/venv.html", "Creating Virtual Environments"),
+    ]
     question = (
         "仮想環境に入れたパッケージの一覧を requirements.txt に"
         "書き出すにはどうすればいいですか\uff1f"

@@ -66,6 +66,11 @@ REFERS_BACK_RE = re.compile(
     re.I,
 )
 NUMBER_RE = re.compile(r"[0-9\uff10-\uff19\u3007一二三四五六七八九十百千万]")  # and kanji numerals
+# A line typed at a prompt ("(tutorial-env) $ python -m pip install -r requirements.txt",
+# ">>> round(2.5)"): it meets the question's words as commands, not as what they do, so the
+# sentence that says what it is for (and brings the example after its colon) comes first.
+PROMPT_LINE_RE = re.compile(r"(?:\([\w.-]+\)\s*)?(?:\$|>>>|%|C:\\>)\s")
+PROMPT_LINE_SHARE = 0.85
 SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")
 PLACEHOLDER_RE = re.compile(r"<[^<>]*>")  # "<pkg>" in a synopsis
 # An entry's heading after its name: the arguments of a signature ("child_process.exec(command[,
@@ -176,7 +181,8 @@ def find_evidence(
     candidates = _narrowed(candidates, question, named)
 
     def met_score(s: _Sentence) -> tuple[float, float]:
-        return score.required(s.met), score.optional(s.met)
+        weight = PROMPT_LINE_SHARE if PROMPT_LINE_RE.match(s.text) else 1.0
+        return score.required(s.met) * weight, score.optional(s.met)
 
     best = max(met_score(s) for s in candidates)
     tied = [s for s in candidates if met_score(s) == best]
