@@ -225,10 +225,7 @@ def test_a_sentence_is_read_by_meaning_after_the_one_before_it() -> None:
     requirements.txt file:", which brings the freeze command after its colon, is nearer only
     read after the sentence before it ("python -m pip freeze will produce a similar list of
     the installed packages…")."""
-    found = [
-        section_passage("tutorial/venv.html", "Managing Packages with pip"),
-        section_passage("tutorial/venv.html", "Creating Virtual Environments"),
-    ]
+    section = section_passage("tutorial/venv.html", "Managing Packages with pip")
     question = (
         "仮想環境に入れたパッケージの一覧を requirements.txt に"
         "書き出すにはどうすればいいですか\uff1f"
