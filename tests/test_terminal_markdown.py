@@ -51,6 +51,15 @@ def test_angle_brackets_are_shown_as_written_in_code_and_out() -> None:
     assert "x <y> z" in shown[1]
 
 
+def test_a_sources_section_number_keeps_its_dot() -> None:
+    """ "- 12. Virtual Environments" is a bullet, not a list numbered from 12 inside one."""
+    sources = (
+        "Sources:\n- 12. Virtual Environments \u203a 12.3. Managing Packages <https://d.example/v>"
+    )
+    shown = _rendered([sources], sources + "\n")
+    assert any("12. Virtual Environments" in line for line in shown)
+
+
 def _piped(pieces: list[str], final: str) -> str:
     """What a pipe gets once ``pieces`` streamed into a ``PlainText`` and ended."""
     piped = io.StringIO()

@@ -19,6 +19,10 @@ from rich.segment import Segment
 FENCES = ("```", "~~~")
 AUTOLINK = re.compile(r"<(https?://[^\s<>]+)>")
 CODE_SPAN = re.compile(r"(`+[^`]*`+)")
+# A bullet whose text begins with a number and a dot: a section's number in a source's title
+# ("- 12. Virtual Environments and Packages"), which Markdown reads as a list inside the bullet
+# and shows without its dot ("• 12 Virtual Environments").
+NUMBERED_BULLET = re.compile(r"^(\s*[-*+]\s+\d+)\.(?=\s)")
 LIVE_SPARE_LINES = 3  # of the screen, kept free above a block taller than it
 
 
@@ -205,7 +209,8 @@ def _as_shown(line: str) -> str:
     """A hard break at the end ("  "): each newline a line break, as a chat shows it (Markdown
     would join the lines into one paragraph). And each "<" outside code as an entity: Markdown
     drops what looks like an HTML tag, and a synopsis's "npm cache clean [<key>]" showed as
-    "npm cache clean []"."""
+    "npm cache clean []". A bullet's leading "12." keeps its dot (``NUMBERED_BULLET``)."""
+    line = NUMBERED_BULLET.sub(r"\1\\.", line)
     parts = CODE_SPAN.split(line.rstrip())  # the code spans at odd places
     kept = (part if place % 2 else part.replace("<", "&lt;") for place, part in enumerate(parts))
     return "".join(kept) + "  "
