@@ -87,9 +87,20 @@ def test_a_final_text_that_left_the_models_words_out_is_not_shown_twice() -> Non
     pieces = ["The default is ", "30000.", "\n\n" + final]
 
     shown = _rendered(pieces, final)
-    assert shown == ["The default is 30000.", "(My own answer is left out.)",
-                     "From the site: \u201c300000\u201d"]  # fmt: skip
-    assert _piped(pieces, final) == "".join(pieces) + "\n"
+    assert shown == ["(My own answer is left out.)", "From the site: \u201c300000\u201d"]
+    assert _piped(pieces, final) == "".join(pieces) + "\n"  # a pipe cannot take it back
+
+
+def test_withdrawn_words_printed_for_good_stay_and_the_quote_is_not_shown_twice() -> None:
+    """An answer taller than the screen printed its first blocks for good: they stay, and
+    the final text's note and quote come once, below them."""
+    final = "(My own answer is left out.)\n\nFrom the site: \u201c300000\u201d"
+    long_answer = "".join(f"Line {n} of a long answer.\n\n" for n in range(ROWS + 5))
+    pieces = [long_answer, "The default is ", "30000.", "\n\n" + final]
+
+    shown = _rendered(pieces, final)
+    assert shown[-2:] == ["(My own answer is left out.)", "From the site: \u201c300000\u201d"]
+    assert sum("From the site" in line for line in shown) == 1
 
 
 def test_an_answer_ended_at_a_blank_line_does_not_show_its_quote_twice() -> None:

@@ -126,7 +126,10 @@ def finished_length(text: str) -> int:
 
 
 class MarkdownText:
-    """Rendered block by block: whole blocks printed for good, the growing one live."""
+    """Rendered block by block: the answer shows in a live view, redrawn on each piece, and
+    whole blocks are printed for good only once the view would no longer fit the screen. So
+    the final text replaces a short answer whole: words the engine withdrew (an option or a
+    number nothing it read gives) do not stay on screen above its note saying so."""
 
     def __init__(self, console: Console) -> None:
         self.console = console
@@ -138,16 +141,22 @@ class MarkdownText:
     def add(self, piece: str) -> None:
         self.text += piece
         end = self.printed + finished_length(self.text[self.printed :])
-        if end > self.printed:
+        if end > self.printed and not self._fits(self.text[self.printed :]):
             self._print(self.text[self.printed : end])
             self.printed = end
         self._show_growing(self.text[self.printed :])
 
     def finish(self, text: str) -> None:
         self._stop_live()
-        text = shown_final(text, self.text)
+        if self.printed:  # what is printed stays: show what the final text adds below it
+            text = shown_final(text, self.text)
         printed = self.text[: self.printed]
         self._print(text[common_length(text, printed) :])
+
+    def _fits(self, blocks: str) -> bool:
+        """Whether ``blocks`` render within the live view's height."""
+        lines = self.console.render_lines(_markdown(blocks), pad=False)
+        return len(lines) <= self.console.height - LIVE_SPARE_LINES
 
     def begin_again(self) -> None:
         self.finish(self.text)
