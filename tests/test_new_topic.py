@@ -35,6 +35,8 @@ CI_QUESTION = "npm ci は package-lock.json と package.json が一致しない�
         "How much for children?",  # names nothing, says too little to stand alone
         "それはいくらですか\uff1f",
         "じゃあ、日曜日は\uff1f",
+        "子供料金は\uff1f",  # a topic alone: "and the children's fare?"
+        "それを止めるには\uff1f",  # acts on "it"
     ],
 )
 def test_a_follow_up_leans_on_the_conversation(question: str) -> None:
@@ -50,6 +52,9 @@ def test_a_follow_up_leans_on_the_conversation(question: str) -> None:
         "When does the museum open on Mondays?",
         "npm のキャッシュを削除するにはどうすればいいですか\uff1f",
         "セキュリティ用のトークンには何バイトの乱数があれば十分とされていますか\uff1f",  # "あれ"
+        # short, but names what it acts on: tried in `concierge chat`, it was searched with
+        # the question before it (child processes) and quoted that page's warning
+        "タイマーを止めるには\uff1f",
     ],
 )
 def test_a_new_question_stands_alone(question: str) -> None:

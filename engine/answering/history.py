@@ -54,6 +54,11 @@ LEANING_RE = re.compile(
     re.IGNORECASE,
 )
 
+# A Japanese question that names what it acts on ("タイマーを止めるには", how to stop a timer)
+# stands alone however short, as "How do I stop a timer?" does; a follow-up names a topic only
+# ("子供料金は", and the children's fare?).
+ACTS_ON_RE = re.compile(r"[\u30a0-\u30ff\u3400-\u9fff]\s*を\s*[\u3400-\u9fff]")
+
 TokenCounter = Callable[[Sequence[ChatMessage]], int]  # a prompt's length in the model's tokens
 
 
@@ -150,6 +155,8 @@ def leans_on_earlier(question: str) -> bool:
     last one's pages ("What does EAFP stand for?" after a question on virtual environments)."""
     if LEANING_RE.search(question):
         return True
+    if ACTS_ON_RE.search(question):
+        return False
     required = [need for need in question_needs(question) if not need.optional]
     weight = sum(need.weight for need in required)
     return weight <= FEW_NEEDS_WEIGHT and not any(need.named for need in required)
