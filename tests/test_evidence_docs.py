@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from engine.answering.evidence import find_evidence
+from engine.answering.evidence import entries_named, find_evidence
 from engine.answering.on_site import on_site_passages
 from engine.knowledge.embedding import shared_embedder
 from engine.knowledge.models import Passage
@@ -18,6 +18,7 @@ NPM_PAGE = Path(__file__).resolve().parent.parent / "eval/npmdocs/site/commands/
 NPM_CACHE_PAGE = (
     Path(__file__).resolve().parent.parent / "eval/npmdocs/site/commands/npm-cache.html"
 )
+NODE_TIMERS_PAGE = Path(__file__).resolve().parent.parent / "eval/nodedocs/site/timers.html"
 VALGRIND_PAGE = Path(__file__).resolve().parent.parent / "eval/valgrinddocs/site/manual-core.html"
 
 
@@ -129,6 +130,20 @@ def test_a_function_called_by_name_is_quoted_from_its_own_entry() -> None:
     assert evidence is not None
     assert evidence.quote.startswith("tempfile.mkdtemp(suffix=None, prefix=None, dir=None)")
     assert "returns the absolute pathname of the new directory" in evidence.quote
+
+
+def test_a_name_given_alone_is_the_entry_of_that_name_not_a_method_ending_with_it() -> None:
+    """Node.js's timers page has the global setTimeout() and timersPromises.setTimeout():
+    "setTimeout()" names the first (seen in `concierge chat`: a question on its delay was
+    quoted the promises example's "setTimeout(100, 'result')")."""
+    found = entry_passages(
+        NODE_TIMERS_PAGE,
+        "timerspromisessettimeoutdelay-value-options",
+        "settimeoutcallback-delay-args",
+    )
+
+    assert entries_named("What does setTimeout() return?", found) == {1}
+    assert entries_named("What does timersPromises.setTimeout() return?", found) == {0}
 
 
 def test_a_setting_named_with_its_hyphens_is_quoted_from_its_own_entry() -> None:

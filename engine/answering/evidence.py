@@ -358,16 +358,21 @@ def entries_named(question: str, passages: Sequence[Passage]) -> set[int]:
     def names_it(passage: Passage) -> bool:
         return is_entry_of(passage, names) or passage.title.strip().lower() in titles
 
-    return {rank for rank, passage in enumerate(passages) if names_it(passage)}
+    named = {rank for rank, passage in enumerate(passages) if names_it(passage)}
+    # "setTimeout" is the global setTimeout(), not timersPromises.setTimeout(), when both came
+    exact = {rank for rank in named if is_entry_of(passages[rank], names, exactly=True)}
+    return exact or named
 
 
-def is_entry_of(passage: Passage, names: Sequence[str]) -> bool:
+def is_entry_of(passage: Passage, names: Sequence[str], *, exactly: bool = False) -> bool:
     """Whether ``passage`` is the entry of one of ``names`` (``needs.entry_names``): its
     anchor is the name, or its heading's signature ("os.tmpdir()", whose Node.js anchor is
-    "ostmpdir"), or either ends with it after a module's or class's dot."""
+    "ostmpdir"), or either ends with it after a module's or class's dot (not ``exactly``)."""
     texts = [(passage.anchor or "").lower(), *_heading_names(passage)]
     return any(
-        text and (text == name or text.endswith(f".{name}")) for text in texts for name in names
+        text and (text == name or (not exactly and text.endswith(f".{name}")))
+        for text in texts
+        for name in names
     )
 
 
