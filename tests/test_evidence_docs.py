@@ -146,6 +146,20 @@ def test_a_name_given_alone_is_the_entry_of_that_name_not_a_method_ending_with_i
     assert entries_named("What does timersPromises.setTimeout() return?", found) == {0}
 
 
+def test_a_figure_is_quoted_from_a_sentence_not_from_an_examples_argument() -> None:
+    """ "setTimeout の遅延の最大値はいくつですか" (setTimeout's longest delay): the promises
+    example's "setTimeout(100, 'result').then((res) => {" holds a number too."""
+    found = entry_passages(
+        NODE_TIMERS_PAGE,
+        "timerspromisessettimeoutdelay-value-options",
+        "settimeoutcallback-delay-args",
+    )
+
+    evidence = find_evidence("setTimeout の遅延の最大値はいくつですか\uff1f", found)
+
+    assert evidence is not None and "2147483647" in evidence.quote
+
+
 def test_a_setting_named_with_its_hyphens_is_quoted_from_its_own_entry() -> None:
     """npm's settings: "global-style" says "Default: false" and names install-strategy too, so
     its sentences meet the question as well as the entry asked about; the name decides (seen

@@ -71,6 +71,9 @@ NUMBER_RE = re.compile(r"[0-9\uff10-\uff19\u3007一二三四五六七八九十�
 # sentence that says what it is for (and brings the example after its colon) comes first.
 PROMPT_LINE_RE = re.compile(r"(?:\([\w.-]+\)\s*)?(?:\$|>>>|%|C:\\>)\s")
 PROMPT_LINE_SHARE = 0.85
+# A line of an example, not a sentence: it opens or ends a block or a statement, or is an arrow
+# function or a comment ("setTimeout(100, 'result').then((res) => {", "const a = 1;").
+CODE_LINE_RE = re.compile(r"[{;]\s*$|=>|^\s*(?://|#|const |let |var |import |def |>>> )")
 SENTENCE_ENDS = (".", "!", "?", "\u3002", "\uff01", "\uff1f")
 PLACEHOLDER_RE = re.compile(r"<[^<>]*>")  # "<pkg>" in a synopsis
 # An entry's heading after its name: the arguments of a signature ("child_process.exec(command[,
@@ -226,6 +229,8 @@ def _narrowed(candidates: list[_Sentence], question: str, named: set[int]) -> li
     numbered = [s for s in candidates if s.has_number]
     if numbered and ASKS_FOR_NUMBER_RE.search(question):
         candidates = numbered  # "how much", "いくら": the answer is a number
+        # said in words, not an example's argument ("setTimeout(100, 'result').then(…")
+        candidates = [s for s in numbered if not CODE_LINE_RE.search(s.text)] or numbered
     if entry := [s for s in candidates if s.rank in named]:
         candidates = entry  # "What does tempfile.mkdtemp() return?": its entry says
         # not "Added in: v0.9.9" for what it does, unless asked when it was added
