@@ -12,7 +12,7 @@ is read.
 - A saved state carries a copy of the Python-side logits, ``n_batch`` rows of the vocabulary
   (SmolLM2: 512 x 49,152 floats, 100 MB), which the library neither needs after loading (it
   evaluates at least one token again first) nor counts against the capacity. Only the last
-  row is kept: ``load_state`` broadcasts it into the rows it restores.
+  row is kept, and ``lean_load_state`` never writes it back.
 - The capacity counts everything an entry holds, not only llama.cpp's own state.
 
 And ``lean_save_state`` and ``lean_load_state`` replace ``Llama.save_state`` and
