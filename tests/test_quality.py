@@ -288,6 +288,31 @@ def test_a_sentence_said_again_with_new_endings_is_a_loop() -> None:
     assert len("".join(pieces[:stopped_at])) > len(said) * 2  # at its third time
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "".join(
+            f"{n}. `{name}` はタイマーを{verb}します。"
+            "詳しくは公式ドキュメントを参照してください。\n"
+            for n, (name, verb) in enumerate(
+                [("setTimeout()", "設定"), ("clearTimeout()", "解除"), ("setInterval()", "繰り返")],
+                start=1,
+            )
+        ),
+        "".join(
+            f"with open('{name}.csv', newline='') as f:\n"
+            f"    rows = csv.reader(f, delimiter=',', quotechar='\"')\n"
+            for name in ("a", "b", "c")
+        ),
+    ],
+    ids=["japanese-list", "code"],
+)
+def test_a_list_or_code_that_shares_its_lines_ends_is_not_a_loop(answer: str) -> None:
+    """24 pieces of Japanese are 24 characters, a list's shared ending; 24 of code, a call
+    repeated with its arguments: the third check counts runs of 80 characters or more."""
+    assert first_loop(APPROXIMATE_TOKEN_RE.findall(answer)) is None
+
+
 def test_the_loop_says_where_the_repetition_began() -> None:
     line = ["The", " last", " ferry", " leaves", " at", " 1", "6", ":", "5", "0", ".", "\n"]
     detector = RepetitionDetector()

@@ -34,6 +34,9 @@ NGRAM = 8
 NGRAM_REPEATS = 8  # a week of opening hours is 7 lines alike: one more than that
 LONG_NGRAM = 24  # tokens: most of a sentence; prose never says it three times over
 LONG_NGRAM_REPEATS = 3
+LONG_NGRAM_CHARS = 80  # ... when those tokens are words: 24 Japanese pieces are 24 characters,
+# a list's shared ending ("…詳しくは公式ドキュメントを参照してください。"), and 24 pieces of code
+# a call repeated with its arguments ("csv.reader(f, delimiter=',', quotechar='"')")
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +70,7 @@ class RepetitionDetector:
         self._runs = [0] * (max_period + 1)  # runs[p]: tokens in a row equal to p back
         self._recurrences = (
             _Recurrence(ngram, ngram_repeats),
-            _Recurrence(LONG_NGRAM, long_ngram_repeats),
+            _Recurrence(LONG_NGRAM, long_ngram_repeats, min_chars=LONG_NGRAM_CHARS),
         )
         self._count = 0
 
@@ -77,7 +80,7 @@ class RepetitionDetector:
             token = self._ids.setdefault(piece, len(self._ids))
             self._recent.append(token)
             self._count += 1
-            self.loop = self._periodic() or self._recurring(token)
+            self.loop = self._periodic() or self._recurring(token, len(piece))
         return self.loop
 
     def _periodic(self) -> Loop | None:
@@ -96,10 +99,11 @@ class RepetitionDetector:
     def _min_copies(self, period: int) -> int:
         return 2 if period >= LONG_PERIOD else 3
 
-    def _recurring(self, token: int) -> Loop | None:
+    def _recurring(self, token: int, chars: int) -> Loop | None:
         found: Loop | None = None
-        for recurrence in self._recurrences:  # each sees every token
-            found = recurrence.feed(token, self._count) or found
+        for recurrence in self._recurrences:  # each sees every token; the first found wins
+            loop = recurrence.feed(token, chars, self._count)
+            found = found or loop
         return found
 
 
@@ -107,16 +111,21 @@ class _Recurrence:
     """A loop once the newest ``ngram`` tokens have been seen ``repeats`` times (not
     overlapping: one token repeated is the periodic check's)."""
 
-    def __init__(self, ngram: int, repeats: int) -> None:
+    def __init__(self, ngram: int, repeats: int, min_chars: int = 0) -> None:
         self.ngram = ngram
         self.repeats = repeats
+        self.min_chars = min_chars  # runs shorter than this, in characters, are not counted
         self._tail: deque[int] = deque(maxlen=ngram)
+        self._chars: deque[int] = deque(maxlen=ngram)
         self._grams: dict[tuple[int, ...], tuple[int, int, int]] = {}  # count, second, last
 
-    def feed(self, token: int, count: int) -> Loop | None:
-        """Take the answer's ``count``-th token."""
+    def feed(self, token: int, chars: int, count: int) -> Loop | None:
+        """Take the answer's ``count``-th token, of ``chars`` characters."""
         self._tail.append(token)
+        self._chars.append(chars)
         if len(self._tail) < self.ngram:
+            return None
+        if self.min_chars and sum(self._chars) < self.min_chars:
             return None
         gram = tuple(self._tail)
         start = count - self.ngram
