@@ -37,6 +37,8 @@ CI_QUESTION = "npm ci は package-lock.json と package.json が一致しない�
         "じゃあ、日曜日は\uff1f",
         "子供料金は\uff1f",  # a topic alone: "and the children's fare?"
         "それを止めるには\uff1f",  # acts on "it"
+        "料金を教えてください",  # "tell me the fee": a request to be told, of the topic before
+        "場所を教えて",
     ],
 )
 def test_a_follow_up_leans_on_the_conversation(question: str) -> None:

@@ -57,7 +57,10 @@ LEANING_RE = re.compile(
 # A Japanese question that names what it acts on ("タイマーを止めるには", how to stop a timer)
 # stands alone however short, as "How do I stop a timer?" does; a follow-up names a topic only
 # ("子供料金は", and the children's fare?).
-ACTS_ON_RE = re.compile(r"[\u30a0-\u30ff\u3400-\u9fff]\s*を\s*[\u3400-\u9fff]")
+# A request to be told ("料金を教えてください", tell me the fee) names no act: it leans as before.
+ACTS_ON_RE = re.compile(
+    r"[\u30a0-\u30ff\u3400-\u9fff]\s*を\s*(?!教え|知り|知ら|見せ|聞き|聞か|伺)[\u3400-\u9fff]"
+)
 
 TokenCounter = Callable[[Sequence[ChatMessage]], int]  # a prompt's length in the model's tokens
 
