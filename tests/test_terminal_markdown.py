@@ -21,7 +21,8 @@ def _rendered(pieces: list[str], final: str) -> list[str]:
     stream = pyte.Stream(screen)
     buffer = io.StringIO()
     text = MarkdownText(
-        Console(file=buffer, force_terminal=True, width=COLS, height=ROWS, color_system=None)
+        Console(file=buffer, force_terminal=True, width=COLS, height=ROWS, color_system=None),
+        refresh_s=0,  # every piece drawn
     )
     for piece in pieces:
         text.add(piece)
@@ -58,6 +59,19 @@ def test_a_sources_section_number_keeps_its_dot() -> None:
     )
     shown = _rendered([sources], sources + "\n")
     assert any("12. Virtual Environments" in line for line in shown)
+
+
+def test_pieces_between_draws_are_shown_at_the_next_draw_or_at_the_end() -> None:
+    """The live view is redrawn at most every ``refresh_s``: pieces in between wait for it."""
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=COLS, height=ROWS, color_system=None)
+    text = MarkdownText(console, refresh_s=3600)
+    text.add("First ")
+    drawn = buffer.getvalue()
+    text.add("second ")
+    assert "First" in drawn and buffer.getvalue() == drawn  # not redrawn yet
+    text.finish("First second third.")
+    assert "First second third." in buffer.getvalue()
 
 
 def _piped(pieces: list[str], final: str) -> str:

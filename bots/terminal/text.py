@@ -8,7 +8,9 @@ written exactly as it arrives, so ``concierge ask ... | grep`` reads plain words
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from typing import Protocol, TextIO
 
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
@@ -24,6 +26,8 @@ CODE_SPAN = re.compile(r"(`+[^`]*`+)")
 # and shows without its dot ("• 12 Virtual Environments").
 NUMBERED_BULLET = re.compile(r"^(\s*[-*+]\s+\d+)\.(?=\s)")
 LIVE_SPARE_LINES = 3  # of the screen, kept free above a block taller than it
+LIVE_REFRESH_S = 0.05  # the live view is redrawn at most this often: each draw renders the
+# answer's unprinted Markdown (milliseconds for a long one), and the engine shares the CPU
 
 
 class AnswerText(Protocol):
@@ -131,15 +135,21 @@ class MarkdownText:
     the final text replaces a short answer whole: words the engine withdrew (an option or a
     number nothing it read gives) do not stay on screen above its note saying so."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, refresh_s: float = LIVE_REFRESH_S) -> None:
         self.console = console
+        self.refresh_s = refresh_s
         self.text = ""
         self.printed = 0  # characters of ``text`` rendered for good
         self.blocks = 0
         self.live: Live | None = None
+        self._drawn_at = -math.inf
 
     def add(self, piece: str) -> None:
         self.text += piece
+        now = time.monotonic()
+        if now - self._drawn_at < self.refresh_s:
+            return  # shown at the next draw, or by ``finish``
+        self._drawn_at = now
         end = self.printed + finished_length(self.text[self.printed :])
         if end > self.printed and not self._fits(self.text[self.printed :]):
             self._print(self.text[self.printed : end])
