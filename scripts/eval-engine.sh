@@ -21,7 +21,7 @@ free_port() {
 }
 
 eval_engine_stop() {
-    engine_memory
+    engine_memory || true  # never in the way of the cleanup below
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
     wait 2>/dev/null || true
     delete_topology >/dev/null 2>&1 || true
@@ -33,7 +33,8 @@ eval_engine_stop() {
 # with the default model (docs/quality.md, "Memory").
 engine_memory() {
     local status=/proc/${engine_pid:-0}/status
-    [ -r "$status" ] || return 0
+    # the engine's own process still (an exited one's number may be another's by now)
+    grep -q "cli.main" "/proc/${engine_pid:-0}/cmdline" 2>/dev/null || return 0
     awk '/^VmHWM:/ {peak = $2} /^VmRSS:/ {now = $2}
          END {printf "engine memory: peak %d MiB (%d MB), at the end %d MiB (VmHWM, VmRSS)\n",
               peak / 1024, peak * 1.024 / 1000, now / 1024}' "$status" >&2
