@@ -67,7 +67,8 @@ def lean_save_state(llm: Llama) -> LlamaState:
     """``llm.save_state()`` as the cache keeps it, made without the passing copies: the last
     row of the logits only, and llama.cpp's state in the one buffer it is copied into. The
     cache drops what it must to take the new state before that buffer is made, so the engine
-    never holds more than the cache's capacity of states, even for a moment."""
+    holds the cache's capacity and at most the state it is using (a state just loaded stays
+    alive in the library while it answers, dropped or not), not the capacity plus copies."""
     import ctypes
 
     import llama_cpp
@@ -75,8 +76,8 @@ def lean_save_state(llm: Llama) -> LlamaState:
 
     context = llm._ctx.ctx  # what the library's own save_state reads
     size = int(llama_cpp.llama_state_get_size(context))
-    if isinstance(llm.cache, StateCache):
-        llm.cache.make_room(size)
+    if isinstance(llm.cache, StateCache):  # the entry: the state, one row of logits, tokens
+        llm.cache.make_room(size + llm.n_vocab() * 4 + llm.input_ids.nbytes)
     buffer = (ctypes.c_uint8 * size)()
     copied = int(llama_cpp.llama_state_get_data(context, buffer, size))
     if copied > size:
