@@ -227,8 +227,7 @@ def _narrowed(candidates: list[_Sentence], question: str, named: set[int]) -> li
     """The candidates that can answer what is asked: those holding a number when it asks
     for one; those of the entry it names, if any, and of them not its facts' labels."""
     numbered = [s for s in candidates if s.has_number]
-    if numbered and ASKS_FOR_NUMBER_RE.search(question):
-        candidates = numbered  # "how much", "いくら": the answer is a number
+    if numbered and asks_for_number(question):  # "how much", "いくら": the answer is a number,
         # said in words, not an example's argument ("setTimeout(100, 'result').then(…")
         candidates = [s for s in numbered if not CODE_LINE_RE.search(s.text)] or numbered
     if entry := [s for s in candidates if s.rank in named]:

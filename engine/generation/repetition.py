@@ -62,8 +62,6 @@ class RepetitionDetector:
     ) -> None:
         self.max_period = max_period
         self.min_span = min_span
-        self.ngram = ngram
-        self.ngram_repeats = ngram_repeats
         self.loop: Loop | None = None
         self._ids: dict[str, int] = {}  # pieces as small ints: cheap to compare and hash
         self._recent: deque[int] = deque(maxlen=max_period + 1)
@@ -116,16 +114,21 @@ class _Recurrence:
         self.repeats = repeats
         self.min_chars = min_chars  # runs shorter than this, in characters, are not counted
         self._tail: deque[int] = deque(maxlen=ngram)
-        self._chars: deque[int] = deque(maxlen=ngram)
+        self._chars: deque[int] = deque(maxlen=ngram)  # with min_chars: each token's length
+        self._tail_chars = 0  # their sum, kept as they come and go
         self._grams: dict[tuple[int, ...], tuple[int, int, int]] = {}  # count, second, last
 
     def feed(self, token: int, chars: int, count: int) -> Loop | None:
         """Take the answer's ``count``-th token, of ``chars`` characters."""
         self._tail.append(token)
-        self._chars.append(chars)
+        if self.min_chars:
+            if len(self._chars) == self.ngram:
+                self._tail_chars -= self._chars[0]
+            self._chars.append(chars)
+            self._tail_chars += chars
         if len(self._tail) < self.ngram:
             return None
-        if self.min_chars and sum(self._chars) < self.min_chars:
+        if self._tail_chars < self.min_chars:
             return None
         gram = tuple(self._tail)
         start = count - self.ngram
