@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from llama_cpp import Llama
 from rich.console import Console
 
 from bots.ask import Ask
@@ -27,7 +28,7 @@ from engine.answering.prompt import chat_messages
 from engine.backends.base import Backend, ChatMessage, GenerationLimits
 from engine.backends.configured import STATE_CACHE_MB, model_options
 from engine.backends.llama import LlamaBackend
-from engine.backends.state_cache import MIB, StateCache, entry_bytes
+from engine.backends.state_cache import MIB, StateCache, entry_bytes, lean_load_state
 from engine.jobs.next_turn import NextTurn, next_turn_prefix
 from tests.conftest import RunningEngine
 from tests.helpers import collect
@@ -236,6 +237,21 @@ def test_loading_a_state_leaves_the_python_side_logits_untouched(cached: LlamaBa
         cached.llm.load_state = load_state  # type: ignore[method-assign]  # the engine's own
 
     assert loads and bool((cached.llm.scores == 7.0).all())
+
+
+def test_a_state_the_library_saved_as_bytes_loads_as_it_was(cached: LlamaBackend) -> None:
+    """``lean_load_state`` also takes the library's own states, whose data are ``bytes``."""
+    answer(cached, chat_messages("Be brief.", "Name a mountain."))
+    saved = Llama.save_state(cached.llm)  # the library's, not the engine's lean copy
+    assert isinstance(saved.llama_state, bytes)
+    answer(cached, chat_messages("Be brief.", "Name a city by the sea."))  # another context
+    assert Llama.save_state(cached.llm).llama_state != saved.llama_state
+
+    lean_load_state(cached.llm, saved)
+
+    again = Llama.save_state(cached.llm)
+    assert again.n_tokens == saved.n_tokens
+    assert again.llama_state == saved.llama_state
 
 
 # --- concierge bench conversation ---------------------------------------------------------
