@@ -97,6 +97,7 @@ def test_a_gloss_is_kept_whole_and_never_a_negation() -> None:
     assert glossary.english("メモリリーク") == ("memory leak",)
     assert "free" not in " ".join(glossary.english("有料"))  # "not free": paid
     assert glossary.words("中", [False]) == []  # a lone kanji is no word (22 senses)
+    assert glossary.english("存在") == ("existence",)  # not "being", in any English page
 
 
 def test_a_noun_in_english_meets_the_verb_on_the_page() -> None:
