@@ -8,8 +8,9 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from broker.protocol import HistoryTurn
+from config.settings import Settings
 from engine.answering.history import as_messages, fit_history, search_text
-from engine.answering.prompt import chat_messages
+from engine.answering.prompt import PromptBuilder, chat_messages
 from engine.backends.base import ChatMessage
 
 
@@ -165,3 +166,28 @@ def test_the_model_reads_an_earlier_answer_without_the_engines_labels(
     alone, it repeated them as the next answer. The asker's turns are read as sent."""
     turns = [HistoryTurn(role="user", text=shown), HistoryTurn(role="assistant", text=shown)]
     assert as_messages(turns) == [ChatMessage("user", shown), ChatMessage("assistant", read)]
+
+
+def test_the_model_reads_no_exchange_the_site_did_not_cover() -> None:
+    """SmolLM2 gave the engine's refusal of the question before as its own next answer, above
+    the quote that answered the new one. The search still reads that question."""
+    refusal = (
+        "The site does not cover this: none of its articles answers that question.\n\n"
+        "The nearest sections I found, in case they help:\n- Helgrind <https://x.test/hg>"
+    )
+    wire = [
+        HistoryTurn(role="user", text="この質問は"),
+        HistoryTurn(role="assistant", text="この質問の答えは、サイトの記事には載っていません。"),
+        HistoryTurn(role="user", text="Is Memcheck the default tool?"),
+        HistoryTurn(role="assistant", text="Yes."),
+        HistoryTurn(role="user", text="Which tool finds two threads touching one variable?"),
+        HistoryTurn(role="assistant", text=refusal),
+    ]
+    builder = PromptBuilder(Settings(), lambda messages: sum(len(m.content) for m in messages))
+
+    messages, fitted = builder.build("How do I see where leaks were allocated?", as_messages(wire))
+
+    read = [(m.role, m.content) for m in messages[1:-1]]
+    assert read == [("user", "Is Memcheck the default tool?"), ("assistant", "Yes.")]
+    assert fitted.dropped == 0  # none of the conversation was cut for room
+    assert "two threads" in search_text("And the other one?", as_messages(wire))

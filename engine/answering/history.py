@@ -119,6 +119,24 @@ def as_messages(history: Sequence[HistoryTurn]) -> list[ChatMessage]:
     ]
 
 
+REFUSALS = tuple(words.not_on_site for words in WORDING.values())
+
+
+def without_refusals(turns: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """The turns the model reads: each exchange the site did not cover left out, its question
+    too. Its answer is all the engine's ("The site does not cover this: …"), and SmolLM2 gave
+    it again as its own next answer, above the quote that did answer the next question. (The
+    search still reads that question: a follow-up may lean on it.)"""
+    kept: list[ChatMessage] = []
+    for turn in turns:
+        if turn.role == "assistant" and turn.content.lstrip().startswith(REFUSALS):
+            if kept and kept[-1].role == "user":
+                kept.pop()
+            continue
+        kept.append(turn)
+    return kept
+
+
 def fit_history(
     turns: Sequence[ChatMessage], fits: Callable[[Sequence[ChatMessage]], bool]
 ) -> FittedHistory:

@@ -14,6 +14,7 @@ from engine.answering.history import (
     FittedHistory,
     TokenCounter,
     fit_history_in_blocks,
+    without_refusals,
 )
 from engine.answering.passages import render_passages, select_passages
 from engine.backends.base import ChatMessage
@@ -72,7 +73,10 @@ class PromptBuilder:
         articles = render_passages(select_passages(list(passages), budget)) + pointer
         fitted = self._fit(question, articles, history)
         messages = chat_messages(
-            self.settings.system_prompt, question, articles=articles, history=fitted.turns
+            self.settings.system_prompt,
+            question,
+            articles=articles,
+            history=without_refusals(fitted.turns),
         )
         return messages, fitted
 
@@ -84,7 +88,10 @@ class PromptBuilder:
 
         def fits(turns: Sequence[ChatMessage]) -> bool:
             messages = chat_messages(
-                self.settings.system_prompt, question, articles=articles, history=turns
+                self.settings.system_prompt,
+                question,
+                articles=articles,
+                history=without_refusals(turns),
             )
             return self.count_tokens(messages) <= room
 
