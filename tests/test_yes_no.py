@@ -30,6 +30,8 @@ from tests.grounded_fixture import BASE, site_articles
         "I have a small dog. Can it come on the ferry?",  # the sentence that asks
         "Hi! Will the festival go ahead if it rains?",
         "Do I have to pay for a helmet when I rent a bicycle?",  # "when" as a conjunction
+        "Is it better than calling process.exit()?",  # a dot inside a name ends no sentence
+        "Is Python 3.12 still supported?",  # nor one inside a number
     ],
 )
 def test_a_question_answered_with_yes_or_no_is_told_apart(question: str) -> None:

@@ -26,14 +26,16 @@ AUXILIARIES = frozenset(
 QUESTION_WORDS = frozenset("what when where which who whom whose why how".split())
 OPENING = 5  # a question word this early makes it another kind of question
 LEADS = frozenset("and so but then also ok okay well oh".split())  # "And is it free?"
-_SENTENCE = re.compile(r"[^.!?]+[.!?]*")
+# A sentence ends at a full stop, "!" or "?" before a space or the end: not inside a name or a
+# number ("Is it better than calling process.exit()?", "Is Python 3.12 out?").
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
 _WORD = re.compile(r"[a-z]+(?:['\u2019][a-z]+)?")  # "isn't", "isn\u2019t"
 
 
 def is_yes_no_question(text: str) -> bool:
     """Whether ``text`` (its last sentence that asks, if several) is an English question one
     answers with yes or no."""
-    sentences = _SENTENCE.findall(text.strip())
+    sentences = [sentence for sentence in _SENTENCE_END.split(text.strip()) if sentence]
     asking = [sentence for sentence in sentences if "?" in sentence] or sentences[-1:]
     if not asking:
         return False
