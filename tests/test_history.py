@@ -12,6 +12,7 @@ from config.settings import Settings
 from engine.answering.history import as_messages, fit_history, search_text
 from engine.answering.prompt import PromptBuilder, chat_messages
 from engine.backends.base import ChatMessage
+from engine.knowledge.models import Passage
 
 
 def turns(count: int) -> list[ChatMessage]:
@@ -168,26 +169,53 @@ def test_the_model_reads_an_earlier_answer_without_the_engines_labels(
     assert as_messages(turns) == [ChatMessage("user", shown), ChatMessage("assistant", read)]
 
 
+REFUSAL = (
+    "The site does not cover this: none of its articles answers that question.\n\n"
+    "The nearest sections I found, in case they help:\n- Helgrind <https://x.test/hg>"
+)
+REFUSED_AND_ANSWERED = [
+    HistoryTurn(role="user", text="この質問は"),
+    HistoryTurn(role="assistant", text="この質問の答えは、サイトの記事には載っていません。"),
+    HistoryTurn(role="user", text="Is Memcheck the default tool?"),
+    HistoryTurn(role="assistant", text="Yes."),
+    HistoryTurn(role="user", text="Which tool finds two threads touching one variable?"),
+    HistoryTurn(role="assistant", text=REFUSAL),
+]
+
+
+def characters(messages: Sequence[ChatMessage]) -> int:
+    return sum(len(message.content) for message in messages)
+
+
 def test_the_model_reads_no_exchange_the_site_did_not_cover() -> None:
     """SmolLM2 gave the engine's refusal of the question before as its own next answer, above
     the quote that answered the new one. The search still reads that question."""
-    refusal = (
-        "The site does not cover this: none of its articles answers that question.\n\n"
-        "The nearest sections I found, in case they help:\n- Helgrind <https://x.test/hg>"
+    question, history = (
+        "How do I see where leaks were allocated?",
+        as_messages(REFUSED_AND_ANSWERED),
     )
-    wire = [
-        HistoryTurn(role="user", text="この質問は"),
-        HistoryTurn(role="assistant", text="この質問の答えは、サイトの記事には載っていません。"),
-        HistoryTurn(role="user", text="Is Memcheck the default tool?"),
-        HistoryTurn(role="assistant", text="Yes."),
-        HistoryTurn(role="user", text="Which tool finds two threads touching one variable?"),
-        HistoryTurn(role="assistant", text=refusal),
-    ]
-    builder = PromptBuilder(Settings(), lambda messages: sum(len(m.content) for m in messages))
+    settings = Settings(_env_file=None)
+    answered = chat_messages(settings.system_prompt, question, history=history[2:4])
+    # room for the answered exchange, not for the refused ones as well
+    tight = settings.model_copy(
+        update={"context_size": settings.max_tokens + characters(answered) + 20}
+    )
 
-    messages, fitted = builder.build("How do I see where leaks were allocated?", as_messages(wire))
+    messages, fitted = PromptBuilder(tight, characters).build(question, history)
 
     read = [(m.role, m.content) for m in messages[1:-1]]
     assert read == [("user", "Is Memcheck the default tool?"), ("assistant", "Yes.")]
-    assert fitted.dropped == 0  # none of the conversation was cut for room
-    assert "two threads" in search_text("And the other one?", as_messages(wire))
+    assert fitted.dropped == 0  # the refusals took no room
+    assert "two threads" in search_text("And the other one?", history)
+
+
+def test_a_history_of_refusals_leaves_the_articles_all_their_room() -> None:
+    settings = Settings(_env_file=None)
+    builder = PromptBuilder(settings, characters)
+    refused = as_messages(REFUSED_AND_ANSWERED[4:])
+    long = Passage("T", "https://x.test/t", "word " * 2000, 1.0)
+
+    alone, _ = builder.build("Which tool?", [], [long])
+    after_refusals, _ = builder.build("Which tool?", refused, [long])
+
+    assert after_refusals == alone

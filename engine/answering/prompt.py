@@ -69,7 +69,8 @@ class PromptBuilder:
     ) -> tuple[list[ChatMessage], FittedHistory]:
         """The messages for the model, and the turns of ``history`` they hold."""
         pointer = EVIDENCE_INTRO + quote if quote else ""
-        budget = self._budget_chars(question, bool(history)) - len(pointer)
+        # a history of refusals alone is none: the model reads none of it
+        budget = self._budget_chars(question, bool(without_refusals(history))) - len(pointer)
         articles = render_passages(select_passages(list(passages), budget)) + pointer
         fitted = self._fit(question, articles, history)
         messages = chat_messages(

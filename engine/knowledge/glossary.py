@@ -36,13 +36,15 @@ LONGEST_GLOSS = 3  # words: a longer gloss describes ("sweet jellied dessert mad
 GLOSSED_CHARS = 400  # of a question: a long paragraph costs a lookup per character
 WORD_START_RE = re.compile(r"[\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 GLOSS_WORD_RE = re.compile(r"[a-z][a-z-]*[a-z]")
-# Words of a gloss that name no topic ("to measure", "on business", "during the year"), and
-# the forms of "be", "have" and "do": 存在 is "existence" and "being", which half the
-# sentences of any English page hold ("…being read").
+# Words of a gloss that name no topic ("to measure", "on business", "during the year").
 GLOSS_STOPWORDS = frozenset(
-    "a all an and as at by during esp etc for in into like of on one one's or out some "
-    "someone something the to while with "
-    "am are be been being is was were do does did doing done has have had having".split()
+    "a all an and as at be by during esp etc for in into like of on one one's or out some "
+    "someone something the to while with".split()
+)
+# A gloss that is only a form of "be", "have" or "do" names nothing either: 存在 is
+# "existence" and "being", which half the sentences of any English page hold ("…being read").
+VERB_FORMS = frozenset(
+    "am are been being is was were do does did doing done has have had having".split()
 )
 NEGATION_RE = re.compile(r"\b(?:not|no|non|never|without)\b")
 # A noun then "without" ("関係のない", no relation): the dictionary files many such pairs as one
@@ -148,7 +150,9 @@ def _plain(gloss: str) -> str:
     if NEGATION_RE.search(lowered):
         return ""
     words = [w for w in GLOSS_WORD_RE.findall(lowered) if w not in GLOSS_STOPWORDS]
-    return " ".join(words) if len(words) <= LONGEST_GLOSS else ""
+    if len(words) > LONGEST_GLOSS or set(words) <= VERB_FORMS:
+        return ""
+    return " ".join(words)
 
 
 def _warn_once(glossary: Glossary, error: sqlite3.Error) -> None:
