@@ -19,6 +19,7 @@ NPM_CACHE_PAGE = (
     Path(__file__).resolve().parent.parent / "eval/npmdocs/site/commands/npm-cache.html"
 )
 NODE_TIMERS_PAGE = Path(__file__).resolve().parent.parent / "eval/nodedocs/site/timers.html"
+NODE_OS_PAGE = Path(__file__).resolve().parent.parent / "eval/nodedocs/site/os.html"
 VALGRIND_PAGE = Path(__file__).resolve().parent.parent / "eval/valgrinddocs/site/manual-core.html"
 
 
@@ -117,6 +118,18 @@ def test_a_sentence_pointing_back_to_this_function_brings_the_one_naming_it() ->
     assert evidence.quote.startswith("Python 3.10 adds a new function to the standard library: ")
     assert "inspect.get_annotations()" in evidence.quote
     assert "calling this function is the best practice" in evidence.quote
+
+
+def test_a_sentence_pointing_back_to_the_quote_carries_it_on() -> None:
+    """Seen in `concierge chat`: "How do I get the number of CPUs?" was quoted the warning
+    alone, and the model wrote that os.cpus() is "only available on Windows"."""
+    found = entry_passages(NODE_OS_PAGE, "oscpus")
+
+    evidence = find_evidence("How do I get the number of CPUs?", found)
+
+    assert evidence is not None
+    assert evidence.quote.startswith("os.cpus().length should not be used to calculate")
+    assert evidence.quote.endswith("Use os.availableParallelism() for this purpose.")
 
 
 def test_a_function_called_by_name_is_quoted_from_its_own_entry() -> None:

@@ -60,7 +60,7 @@ ASKS_WHAT_IT_IS_RE = re.compile(r"何をします|何をする|とは(?:何|な�
 # practice"): the sentence before it says what "this function" is.
 REFERS_BACK_RE = re.compile(
     r"\b(?:this|these|that|those|such) (?:function|method|class|module|option|argument|"
-    r"parameter|attribute|decorator|command|flag|approach|way|style|technique|value)s?\b"
+    r"parameter|attribute|decorator|command|flag|approach|way|style|technique|value|purpose)s?\b"
     # or goes on from it: "For instance, dns.lookup() will almost always resolve…"
     r"|^(?:for (?:instance|example)|however|otherwise|instead|therefore|thus|in that case)\b",
     re.I,
@@ -207,6 +207,7 @@ def find_evidence(
     chosen = [first, *_neighbour(first, candidates, score, max_chars)]
     chosen += _referred_to(first, chosen, sentences, max_chars - len(_join(chosen)) - 1)
     chosen.sort(key=lambda s: s.index)
+    chosen += _carried_on(chosen[-1], sentences, max_chars - len(_join(chosen)) - 1)
     chosen += _announced(chosen[-1], sentences, max_chars - len(_join(chosen)))
     passage = passages[first.rank]
     quote = shorten(_join(chosen), max_chars)
@@ -348,6 +349,20 @@ def _referred_to(
         and len(s.text) <= room
     ]
     return before[:1]
+
+
+def _carried_on(last: _Sentence, sentences: Sequence[_Sentence], room: int) -> list[_Sentence]:
+    """The sentence after ``last`` in its paragraph, when it points back to it and the quote
+    has room: "os.cpus().length should not be used to calculate the amount of parallelism…"
+    goes on "Use os.availableParallelism() for this purpose.", which is the answer."""
+    after = [
+        s
+        for s in sentences
+        if (s.rank, s.paragraph, s.index) == (last.rank, last.paragraph, last.index + 1)
+        and REFERS_BACK_RE.search(s.text)
+        and len(s.text) <= room
+    ]
+    return after[:1]
 
 
 def entries_named(question: str, passages: Sequence[Passage]) -> set[int]:
