@@ -290,12 +290,14 @@ def _in_context(sentence: _Sentence, sentences: Sequence[_Sentence]) -> str:
     alone may say little ("A common convention is to put this list in a requirements.txt
     file:" after "python -m pip freeze will produce a similar list of the installed
     packages…")."""
-    before = (
-        s.text
-        for s in sentences
-        if (s.rank, s.paragraph, s.index) == (sentence.rank, sentence.paragraph, sentence.index - 1)
-    )
-    return " ".join([*before, sentence.text])
+    before = _beside(sentence, sentences, -1)
+    return f"{before.text} {sentence.text}" if before is not None else sentence.text
+
+
+def _beside(sentence: _Sentence, sentences: Sequence[_Sentence], offset: int) -> _Sentence | None:
+    """The sentence ``offset`` places from ``sentence`` in its paragraph (-1: the one before)."""
+    place = (sentence.rank, sentence.paragraph, sentence.index + offset)
+    return next((s for s in sentences if (s.rank, s.paragraph, s.index) == place), None)
 
 
 def _neighbour(
@@ -341,28 +343,20 @@ def _referred_to(
     names ("this function") and the quote has room for it."""
     if not REFERS_BACK_RE.search(first.text):
         return []
-    before = [
-        s
-        for s in sentences
-        if (s.rank, s.paragraph, s.index) == (first.rank, first.paragraph, first.index - 1)
-        and s not in chosen
-        and len(s.text) <= room
-    ]
-    return before[:1]
+    before = _beside(first, sentences, -1)
+    if before is None or before in chosen or len(before.text) > room:
+        return []
+    return [before]
 
 
 def _carried_on(last: _Sentence, sentences: Sequence[_Sentence], room: int) -> list[_Sentence]:
     """The sentence after ``last`` in its paragraph, when it points back to it and the quote
     has room: "os.cpus().length should not be used to calculate the amount of parallelism…"
     goes on "Use os.availableParallelism() for this purpose.", which is the answer."""
-    after = [
-        s
-        for s in sentences
-        if (s.rank, s.paragraph, s.index) == (last.rank, last.paragraph, last.index + 1)
-        and REFERS_BACK_RE.search(s.text)
-        and len(s.text) <= room
-    ]
-    return after[:1]
+    after = _beside(last, sentences, 1)
+    if after is None or not REFERS_BACK_RE.search(after.text) or len(after.text) > room:
+        return []
+    return [after]
 
 
 def entries_named(question: str, passages: Sequence[Passage]) -> set[int]:
