@@ -27,7 +27,12 @@ Every sentence of that entry is about its name, which it need not repeat ("Retur
 operating system's default directory for temporary files" in ``os.tmpdir()``'s), so among them
 the first the entry says in words (not "Added in: v0.9.9", "Returns: <string>" or a line of
 code) is what it is or does. An entry is found by its anchor or its heading ("os.tmpdir()",
-whose Node.js anchor is "ostmpdir").
+whose Node.js anchor is "ostmpdir"), or a command's page by its title ("cargo-yank(1)"); it
+gives way to a section that says its name and more of the question (the release profile's
+"opt-level = 3" for the release profile's default opt-level). A question about a default
+that no sentence gives with a figure takes one that states it in words ("Defaults to the
+number of logical CPUs."); one asking which variable, flag or key takes a list's entry that
+defines a name ("CARGO_PKG_VERSION — The full version of your package.").
 """
 
 from __future__ import annotations
@@ -53,9 +58,27 @@ ASKS_FOR_NUMBER_RE = re.compile(  # not "when": "the first Sunday of the month" 
     r"|何[ヶカか]月|何[ァ-ヺー]{2,}",  # months; a unit: "何バイト", "何ミリ秒"
     re.I,
 )
+# A question that asks for a name ("Which cargo tree flag shows…", "Which key of the
+# [workspace] table lists…"): a list's entry defining one answers it, a sentence about it not.
+ASKS_FOR_NAME_RE = re.compile(
+    r"\b(?:which|what) (?:[\w\[\].-]+ ){0,3}?(?:environment variable|variable|flag|option|key"
+    r"|field|setting|function|method|command|attribute)s?\b",
+    re.I,
+)
+DEFINED_NAME_RE = re.compile(r"[\w.:+-]+(?: [\w<>\[\].=-]+)? \u2014 \S")  # "members — …"
+CODE_MARK_RE = re.compile(r"[-._(]|[a-z][A-Z]")  # "opt-level", "json.dumps", "setTimeout"
+MAN_SECTION_RE = re.compile(r"\(\d\w*\)$")  # "(1)" of "cargo-yank(1)"
+DEFAULT_RE = re.compile(r"\bdefault|既定|デフォルト", re.I)  # a question about a default
+DEFAULT_STATED_RE = re.compile(
+    r"\bdefaults? (?:to|is|value is)\b|\bdefault:|\bby default\b|既定値は|デフォルトは", re.I
+)
 # A question in Japanese asking what a thing is or does ("--watch オプションは何をしますか"): its
 # entry's description answers it, whatever sentence is nearest in meaning.
 ASKS_WHAT_IT_IS_RE = re.compile(r"何をします|何をする|とは(?:何|なん)|って何")
+ASKS_WHAT_IT_DOES_RE = re.compile(  # ... and in English: "What does cargo yank do?"
+    rf"\bwhat (?:does|do) .+ do\b|\bwhat is .+ (?:for|used for)\?|{ASKS_WHAT_IT_IS_RE.pattern}",
+    re.I,
+)
 # A sentence that names its subject by pointing back ("calling this function is the best
 # practice"): the sentence before it says what "this function" is.
 REFERS_BACK_RE = re.compile(
@@ -228,15 +251,34 @@ def _narrowed(candidates: list[_Sentence], question: str, named: set[int]) -> li
     """The candidates that can answer what is asked: those holding a number when it asks
     for one; those of the entry it names, if any, and of them not its facts' labels."""
     numbered = [s for s in candidates if s.has_number]
+    stated = [s for s in candidates if _states_default(s)] if DEFAULT_RE.search(question) else []
+    if not any(s.has_number for s in stated):  # a default in words: "the number of CPUs"
+        numbered += [s for s in stated if not s.has_number]
     if numbered and asks_for_number(question):  # "how much", "いくら": the answer is a number,
         # said in words, not an example's argument ("setTimeout(100, 'result').then(…")
         candidates = [s for s in numbered if not CODE_LINE_RE.search(s.text)] or numbered
+    if ASKS_FOR_NAME_RE.search(question) and (defined := [s for s in candidates if _defines(s)]):
+        candidates = defined  # "Which environment variable holds my package's version?"
     if entry := [s for s in candidates if s.rank in named]:
         candidates = entry  # "What does tempfile.mkdtemp() return?": its entry says
         # not "Added in: v0.9.9" for what it does, unless asked when it was added
         if said := [s for s in entry if not _label_only(s)]:
             candidates = said
     return candidates
+
+
+def _defines(sentence: _Sentence) -> bool:
+    """Whether ``sentence`` is a list's entry that defines a name ("CARGO_PKG_VERSION — The
+    full version of your package.", "members — Packages to include in the workspace.")."""
+    return DEFINED_NAME_RE.match(sentence.text) is not None
+
+
+def _states_default(sentence: _Sentence) -> bool:
+    """Whether ``sentence`` says what a default is: "Defaults to the number of logical
+    CPUs." answers "How many parallel jobs does cargo build run by default?" without a
+    figure, where a figure elsewhere ("cargo build -j1 may or may not build…") does not; a
+    default said with its figure is better still ("By default … more than 10 listeners")."""
+    return DEFAULT_STATED_RE.search(sentence.text) is not None
 
 
 def opening(
@@ -369,12 +411,52 @@ def entries_named(question: str, passages: Sequence[Passage]) -> set[int]:
     titles = command_titles(question)
 
     def names_it(passage: Passage) -> bool:
-        return is_entry_of(passage, names) or passage.title.strip().lower() in titles
+        return is_entry_of(passage, names) or command_title(passage.title) in titles
 
     named = {rank for rank, passage in enumerate(passages) if names_it(passage)}
     # "setTimeout" is the global setTimeout(), not timersPromises.setTimeout(), when both came
     exact = {rank for rank in named if is_entry_of(passages[rank], names, exactly=True)}
+    if exact and _outsaid(question, passages, exact, entries=named):
+        return set()
     return exact or named
+
+
+def _outsaid(
+    question: str, passages: Sequence[Passage], named: set[int], entries: set[int]
+) -> bool:
+    """Whether a passage that is no entry of the question's names (``entries``, of which
+    ``named`` are those asked about) says, in its own words, the entries' name and more of
+    the question than any of them: "What is the default opt-level of the release profile?"
+    is answered by the release profile's section ("The default settings for the release
+    profile are: … opt-level = 3"), not by opt-level's entry, which says what it does."""
+    needs = [
+        n for n in question_needs(question) if not n.optional and not set(n.forms) & ENTRY_KINDS
+    ]
+
+    def said(text: str) -> frozenset[int]:
+        return frozenset(i for i, need in enumerate(needs) if met(need, text.lower()))
+
+    by_name = frozenset().union(*(said(entry_name(passages[rank])) for rank in named))
+    most = max(len(said(passages[rank].text) | by_name) for rank in named)
+    return any(
+        by_name <= (others := said(passage.text)) and len(others) > most
+        for rank, passage in enumerate(passages)
+        if rank not in entries and not _is_an_entry(passage)  # not another entry
+    )
+
+
+def _is_an_entry(passage: Passage) -> bool:
+    """Whether ``passage`` is an entry under a name as code writes it ("opt-level",
+    "setTimeout(callback[, delay])", "json.dumps()"), not a section headed in words
+    ("release", "Caret requirements")."""
+    name = SIGNATURE_REST_RE.sub("", entry_name(passage)).strip()
+    return bool(name) and " " not in name and CODE_MARK_RE.search(entry_name(passage)) is not None
+
+
+def command_title(title: str) -> str:
+    """A page's title as a command's name, lowercase: "cargo-yank" of a man page's
+    "cargo-yank(1)", "npm-publish" as it is."""
+    return MAN_SECTION_RE.sub("", title.strip().lower())
 
 
 def is_entry_of(passage: Passage, names: Sequence[str], *, exactly: bool = False) -> bool:

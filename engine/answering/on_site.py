@@ -47,8 +47,8 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
 
-from engine.answering.evidence import asks_for_number, entries_named, entry_name
-from engine.answering.needs import Need, met, question_needs
+from engine.answering.evidence import asks_for_number, entries_named, entry_name, is_entry_of
+from engine.answering.needs import Need, entry_names, met, question_needs
 from engine.answering.wording import language_of
 from engine.knowledge.models import Passage
 
@@ -113,6 +113,9 @@ def on_site_passages(
     if best.on_site and (rival := _entry_article(question, best, entries, found, site_terms)):
         best = rival  # "round(2.5) が…": round()'s entry, not the tutorial's page as near
     named = [e for e in entries if _heading_is_a_name(e)]
+    if same_language := [e for e in named if _named_by_title(e, question)]:
+        # a command's page, by its title alone, in the page's own language: its words decide
+        named = [e for e in named if e not in same_language]  # ("heap size for cargo test")
     looked = [e for e in looked_up if _heading_is_a_name(e)]
     if not best.on_site and not named and looked:
         named = looked if language_of(question) != language_of(looked[0].text) else []
@@ -214,6 +217,14 @@ def _heading_is_a_name(entry: Passage) -> bool:
     heading = entry_name(entry)  # "class collections.deque()"
     title = entry.title.strip()  # "npm-publish", not "json — JSON encoder and decoder"
     return _is_a_name(heading) or (" " not in title and _is_a_name(title))
+
+
+def _named_by_title(entry: Passage, question: str) -> bool:
+    """Whether ``entry`` is a passage of a command's page that ``question`` names by the
+    page's title only ("cargo test", not the section's own "--tests"), in the page's
+    language."""
+    by_heading = is_entry_of(entry, entry_names(question))
+    return not by_heading and language_of(question) == language_of(entry.text)
 
 
 def _is_a_name(text: str) -> bool:

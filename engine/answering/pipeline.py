@@ -50,8 +50,10 @@ from typing import Literal
 from broker.protocol import Request
 from config.settings import Settings
 from engine.answering.evidence import (
+    ASKS_WHAT_IT_DOES_RE,
     Evidence,
     asks_for_number,
+    command_title,
     entries_named,
     find_evidence,
     has_number,
@@ -69,6 +71,7 @@ from engine.answering.history import (
 from engine.answering.needs import (
     acronyms,
     code_names,
+    command_titles,
     commands,
     entry_names,
     named_terms,
@@ -88,6 +91,8 @@ PASSAGES_SEARCHED = 8  # per question, best first; step 4 keeps those of the ans
 ENTRY_CANDIDATES = 200  # passages whose heading holds a name the question gives, looked at
 NAME_START_RE = re.compile(r"-*[A-Za-z_]")  # what an entry's name begins with
 COMMAND_PAGES = 3  # pages titled "npm-…": the site documents npm's commands one per page
+DESCRIPTION_WITHIN = 4  # a command's page says what it does in one of its first sections
+SENTENCE_STOP_RE = re.compile(r"[.!?\u3002](?:\s|$)")
 
 # What the engine does with a question: the model writes (from the site's passages, or, with
 # no articles yet, as a general assistant), or the engine answers alone.
@@ -213,13 +218,17 @@ class AnswerPlanner:
     def _with_opening(self, asked: str, passages: list[Passage]) -> list[Passage]:
         """``passages`` after their article's opening when the question names what the article
         is about, as its title gives it ("http.server — HTTP servers"): a module's page says
-        what matters most of it first ("http.server is not recommended for production")."""
-        if " \u2014 " not in passages[0].title:
+        what matters most of it first ("http.server is not recommended for production"). A
+        command's page ("cargo-yank(1)") asked what the command does: after its description,
+        the first of its opening sections said in sentences (not its NAME or SYNOPSIS line)."""
+        title, url = passages[0].title, passages[0].url
+        if " \u2014 " in title:
+            subject = title.split(" \u2014 ", 1)[0].strip().lower()
+            opening = self.kb.opening(url) if _names(asked, subject) else None
+        elif ASKS_WHAT_IT_DOES_RE.search(asked) and command_title(title) in command_titles(asked):
+            opening = next((p for p in self.kb.openings(url, DESCRIPTION_WITHIN) if _says(p)), None)
+        else:
             return passages
-        subject = passages[0].title.split(" \u2014 ", 1)[0].strip().lower()
-        if not _names(asked, subject):
-            return passages
-        opening = self.kb.opening(passages[0].url)
         if opening is None or any(p.text == opening.text for p in passages):
             return passages
         return [opening, *passages][:PASSAGES_USED]
@@ -252,6 +261,12 @@ def _not_on_site(language: Language, found: list[Passage]) -> Plan:
     words = WORDING[language]
     nearest = format_nearest(words.nearest, found)
     return Plan("not_on_site", language, note=f"{words.not_on_site}\n\n{nearest}".strip())
+
+
+def _says(passage: Passage) -> bool:
+    """Whether ``passage`` holds a sentence, not only names and lines ("cargo-yank — Remove a
+    pushed crate from the index", "cargo yank [options] crate@version")."""
+    return SENTENCE_STOP_RE.search(passage.text) is not None
 
 
 def _names(question: str, subject: str) -> bool:

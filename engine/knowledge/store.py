@@ -64,7 +64,7 @@ HEADED_SQL = (
 )
 RESCRAPED_AT_SQL = "SELECT value FROM meta WHERE key = 'rescraped_at'"
 OPENING_SQL = (
-    f"SELECT {COLUMNS}, 0.0 FROM passages WHERE url = ? ORDER BY CAST(seq AS INTEGER) LIMIT 1"
+    f"SELECT {COLUMNS}, 0.0 FROM passages WHERE url = ? ORDER BY CAST(seq AS INTEGER) LIMIT ?"
 )
 
 
@@ -124,13 +124,18 @@ class KnowledgeBase:
     def opening(self, url: str) -> Passage | None:
         """The first passage of the article at ``url``: what a page says before its sections
         (a module's summary and warnings); None when it is not stored."""
+        return next(iter(self.openings(url, 1)), None)
+
+    def openings(self, url: str, limit: int) -> list[Passage]:
+        """The first ``limit`` passages of the article at ``url``, in the page's order (a man
+        page's NAME, SYNOPSIS and DESCRIPTION); [] when it is not stored."""
         if not self.path.exists():
-            return None
+            return []
         with closing(open_readonly(self.path)) as conn:
             if not has_current_schema(conn):
-                return None
-            row = conn.execute(OPENING_SQL, (url,)).fetchone()
-        return _passage(row) if row else None
+                return []
+            rows = conn.execute(OPENING_SQL, (url, limit)).fetchall()
+        return [_passage(row) for row in rows]
 
     def headed(self, fragment: str, limit: int) -> list[Passage]:
         """Passages whose heading path holds ``fragment`` (lowercase), in page order: the

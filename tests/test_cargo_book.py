@@ -1,0 +1,127 @@
+"""Answers on real pages of the Cargo Book (eval/cargodocs), the fifth real site, held out
+until its first eval run: man pages for commands ("cargo-yank(1)": NAME, SYNOPSIS,
+DESCRIPTION, OPTIONS), a reference whose lists define names ("CARGO_PKG_VERSION — The full
+version of your package."), and settings whose defaults are given per profile, not in the
+setting's own entry."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from broker.protocol import make_request
+from config.settings import Settings
+from engine.answering.on_site import on_site_passages
+from engine.answering.pipeline import AnswerPlanner, Plan
+from engine.knowledge.scrape.builder import build_kb
+from engine.knowledge.scrape.extract import extract_article
+from tests.test_evidence_docs import entry_passages
+
+SITE = Path(__file__).resolve().parent.parent / "eval" / "cargodocs" / "site"
+BASE = "http://docs.example"
+PAGES = (
+    "reference/profiles.html",
+    "reference/environment-variables.html",
+    "reference/workspaces.html",
+    "reference/build-scripts.html",
+    "commands/cargo-yank.html",
+    "commands/cargo-build.html",
+    "commands/cargo-test.html",
+)
+
+
+@pytest.fixture(scope="module")
+def planner(tmp_path_factory: pytest.TempPathFactory) -> AnswerPlanner:
+    kb_path = tmp_path_factory.mktemp("cargo") / "kb.sqlite3"
+    articles = []
+    for path in PAGES:
+        url = f"{BASE}/{path}"
+        articles.append(extract_article((SITE / path).read_bytes(), url).article(url))
+    build_kb(kb_path, kb_path, articles, [], datetime.now(UTC))
+    return AnswerPlanner(Settings(kb_path=kb_path), lambda messages: 0)
+
+
+def plan_for(planner: AnswerPlanner, question: str) -> Plan:
+    return planner.plan(make_request(reply_to="b", user_id="u", question=question, ttl_s=9))
+
+
+def quote_for(planner: AnswerPlanner, question: str) -> str:
+    plan = plan_for(planner, question)
+    assert plan.evidence is not None, plan.note
+    return plan.evidence.quote
+
+
+def test_a_settings_default_in_one_profile_is_that_profiles_section_not_the_settings_entry(
+    planner: AnswerPlanner,
+) -> None:
+    """opt-level's own entry says what the setting does; the release profile's section
+    says "opt-level = 3", with the default, the release and the profile asked about."""
+    plan = plan_for(planner, "What is the default opt-level of the release profile?")
+
+    assert plan.evidence is not None
+    assert "opt-level = 3" in plan.evidence.quote
+    assert plan.evidence.link.endswith("#release")
+
+
+def test_what_a_command_does_is_its_man_pages_description(planner: AnswerPlanner) -> None:
+    said = quote_for(planner, "What does cargo yank do to a published version?")
+
+    assert said.startswith("The yank command removes a previously published crate")
+
+
+def test_a_default_said_in_words_answers_how_many(planner: AnswerPlanner) -> None:
+    """Not "cargo build -j1 may or may not build…", the one figure near it."""
+    said = quote_for(planner, "How many parallel jobs does cargo build run by default?")
+
+    assert "Defaults to the number of logical CPUs." in said
+    assert "-j1" not in said
+
+
+def test_a_question_asking_which_variable_gets_the_list_entry_defining_it(
+    planner: AnswerPlanner,
+) -> None:
+    said = quote_for(
+        planner, "Which environment variable holds my package's version at compile time?"
+    )
+
+    assert said.startswith("CARGO_PKG_VERSION — The full version of your package.")
+
+
+def test_a_question_asking_which_key_gets_the_key_not_a_sentence_using_the_word(
+    planner: AnswerPlanner,
+) -> None:
+    said = quote_for(
+        planner,
+        "Which key of the [workspace] table lists the packages to include in the workspace?",
+    )
+
+    assert said.startswith("members — Packages to include in the workspace.")
+
+
+def test_again_is_no_word_a_sentence_must_hold(planner: AnswerPlanner) -> None:
+    """ "run it again" is "re-run": the instruction's sentence, not one about mtime that
+    holds "only" and "file"."""
+    said = quote_for(
+        planner, "How does a build script tell Cargo to run it again only when a file changes?"
+    )
+
+    assert "The rerun-if-changed instruction tells Cargo to re-run the build script" in said
+
+
+def test_a_commands_page_named_by_title_does_not_cover_any_question_in_its_language() -> None:
+    """ "cargo test" names the command's page, whose passages are then all its entry ("--tests"
+    among them, a heading that is a name); an English question's words must still be on it
+    (nothing there on a garbage collector). Found as the search found them on the whole
+    site."""
+    found = entry_passages(
+        SITE / "commands" / "cargo-test.html",
+        "option-cargo-test---tests",
+        "description",
+        "target-selection",
+    )
+    question = "How do I set the garbage collector's heap size for cargo test?"
+
+    assert on_site_passages(question, found) == []
+    assert on_site_passages("Which cargo test flag tests all targets that have test = true?", found)
