@@ -11,13 +11,21 @@ from pathlib import Path
 
 import pytest
 
+from bots.client import ConciergeClient
+from broker.amqp import Broker
 from broker.protocol import make_request
 from config.settings import Settings
+from engine.answering.evidence import quoted_name
 from engine.answering.on_site import on_site_passages
 from engine.answering.pipeline import AnswerPlanner, Plan
+from engine.answering.wording import WORDING
+from engine.backends.base import Backend
 from engine.knowledge.scrape.builder import build_kb
 from engine.knowledge.scrape.extract import extract_article
+from tests.conftest import start_engine
+from tests.grounded_fixture import ask
 from tests.test_evidence_docs import entry_passages
+from tests.test_numbers import Says
 
 SITE = Path(__file__).resolve().parent.parent / "eval" / "cargodocs" / "site"
 BASE = "http://docs.example"
@@ -125,3 +133,40 @@ def test_a_commands_page_named_by_title_does_not_cover_any_question_in_its_langu
 
     assert on_site_passages(question, found) == []
     assert on_site_passages("Which cargo test flag tests all targets that have test = true?", found)
+
+
+def test_the_name_a_quote_defines_is_what_a_which_question_must_be_answered_with() -> None:
+    flag = "--invert spec — Show the reverse dependencies for the given package."
+
+    assert quoted_name("Which cargo tree flag shows the reverse dependencies?", flag) == "--invert"
+    assert quoted_name("Which key lists the members?", "members — Packages to include.") == (
+        "members"
+    )
+    assert quoted_name("How do I see the reverse dependencies?", flag) == ""  # not "which"
+    assert quoted_name("Which flag shows them?", "Show the reverse dependencies.") == ""
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [("It is CARGO_MAKEFLAGS.", False), ("Read `CARGO_PKG_VERSION` with env!().", True)],
+)
+async def test_the_models_words_naming_another_variable_than_the_quote_are_left_out(
+    settings: Settings, backend: Backend, broker: Broker, said: str, kept: bool
+) -> None:
+    """Seen on the Cargo Book: "The environment variable CARGO_MAKEFLAGS is set…" above the
+    quote "CARGO_PKG_VERSION — The full version of your package."; both names are on the
+    page, so no other check leaves it out."""
+    path = "reference/environment-variables.html"
+    articles = [
+        extract_article((SITE / path).read_bytes(), f"{BASE}/{path}").article(f"{BASE}/{path}")
+    ]
+    build_kb(settings.kb_path, settings.kb_path, articles, [], datetime.now(UTC))
+    engine = await start_engine(settings, Says(backend, [said]))  # type: ignore[arg-type]
+    async with ConciergeClient(settings, "test") as client:
+        question = "Which environment variable holds my package's version at compile time?"
+        done, _ = await ask(client, question)
+    await engine.stop()
+
+    assert "CARGO_PKG_VERSION — The full version of your package." in done.text  # the quote
+    assert done.text.startswith(said) is kept
+    assert done.text.startswith(WORDING["en"].withdrawn_name + "\n\n") is not kept

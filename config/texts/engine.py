@@ -61,6 +61,10 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "en": "(My own answer is left out: it gave a command-line option that is not on the site.)",
         "ja": "（サイトにないコマンドラインオプションを含んでいたため、回答を省きました。）",
     },
+    "engine.answer.withdrawn_name": {
+        "en": "(My own answer is left out: it did not name what the site names below.)",
+        "ja": "（サイトの記事が挙げるものと違うものを挙げていたため、回答を省きました。）",
+    },
     "engine.answer.cut_length": {
         "en": "(Cut here: the answer reached its limit of {max_tokens} tokens.)",
         "ja": "（長さの上限 {max_tokens} トークンに達したため、ここで打ち切りました。）",

@@ -42,7 +42,8 @@ def closing(
     words = WORDING[plan.language]
     parts: list[str] = []
     if withdrawn:
-        parts.append(words.withdrawn if withdrawn == "number" else words.withdrawn_option)
+        withdrawals = {"number": words.withdrawn, "option": words.withdrawn_option}
+        parts.append(withdrawals.get(withdrawn, words.withdrawn_name))
     elif finish_reason == "repetition":
         parts.append(words.cut_repetition)
     elif finish_reason == "length":

@@ -66,6 +66,7 @@ ASKS_FOR_NAME_RE = re.compile(
     re.I,
 )
 DEFINED_NAME_RE = re.compile(r"[\w.:+-]+(?: [\w<>\[\].=-]+)? \u2014 \S")  # "members — …"
+QUOTED_NAME_RE = re.compile(r"[\w.:+-]*\w")  # the name it defines: "--invert" of "--invert spec"
 CODE_MARK_RE = re.compile(r"[-._(]|[a-z][A-Z]")  # "opt-level", "json.dumps", "setTimeout"
 MAN_SECTION_RE = re.compile(r"\(\d\w*\)$")  # "(1)" of "cargo-yank(1)"
 DEFAULT_RE = re.compile(r"\bdefault|既定|デフォルト", re.I)  # a question about a default
@@ -265,6 +266,14 @@ def _narrowed(candidates: list[_Sentence], question: str, named: set[int]) -> li
         if said := [s for s in entry if not _label_only(s)]:
             candidates = said
     return candidates
+
+
+def quoted_name(question: str, quote: str) -> str:
+    """The name ``quote`` defines when ``question`` asks which one ("--invert" of "--invert
+    spec — Show the reverse dependencies…" for "Which cargo tree flag shows…"), else ""."""
+    if not ASKS_FOR_NAME_RE.search(question) or not DEFINED_NAME_RE.match(quote):
+        return ""
+    return QUOTED_NAME_RE.match(quote).group()  # type: ignore[union-attr]  # matched above
 
 
 def _defines(sentence: _Sentence) -> bool:

@@ -59,6 +59,7 @@ from engine.answering.evidence import (
     has_number,
     is_entry_of,
     opening,
+    quoted_name,
 )
 from engine.answering.history import (
     NO_HISTORY,
@@ -110,6 +111,7 @@ class Plan:
     note: str = ""  # the engine's own sentence instead of a quote (not on the site, ...)
     messages: list[ChatMessage] = field(default_factory=list)  # what the model reads
     history: FittedHistory = NO_HISTORY  # the conversation's turns given to the model
+    named: str = ""  # the name the quote gives to "which flag…": the model's words must say it
 
     @property
     def asks_model(self) -> bool:
@@ -176,7 +178,7 @@ class AnswerPlanner:
             return Plan("quote_only", language, tuple(passages), evidence)
         messages, fitted = self.prompts.build(question, history, passages, evidence.quote)  # 7
         return Plan("model", language, tuple(passages), evidence, messages=messages,
-                    history=fitted)  # fmt: skip
+                    history=fitted, named=quoted_name(asked, evidence.quote))  # fmt: skip
 
     def _on_site(
         self, asked: str, found: list[Passage], searched: str, looked_up: list[Passage]

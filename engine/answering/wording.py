@@ -17,7 +17,8 @@ from config.texts import LOCALES, Locale, t
 from engine.answering.smalltalk import SmallTalk
 
 Language = Locale
-Withdrawn = Literal["", "number", "option"]  # why the model's words were left out ("": kept)
+# why the model's words were left out ("": kept)
+Withdrawn = Literal["", "number", "option", "name"]
 # Kana, or kanji: a question holding either is read as Japanese (Chinese reads Japanese too).
 JAPANESE_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
 
@@ -34,6 +35,7 @@ class Wording:
     cut_length: str  # after one stopped at CONCIERGE_MAX_TOKENS ({max_tokens})
     withdrawn: str  # instead of the model's words, when they gave a number (numbers.py)
     withdrawn_option: str  # ... or an option (options.py) nothing it read gives
+    withdrawn_name: str  # ... or named another than the quote's name (evidence.quoted_name)
     greeting: str  # the whole answer to small talk (engine/answering/smalltalk.py): "hi"
     thanks: str  # "thanks!"
     goodbye: str  # "bye"
@@ -52,6 +54,7 @@ def wording(language: Language) -> Wording:
         cut_length=t("engine.answer.cut_length", language),
         withdrawn=t("engine.answer.withdrawn", language),
         withdrawn_option=t("engine.answer.withdrawn_option", language),
+        withdrawn_name=t("engine.answer.withdrawn_name", language),
         greeting=t("engine.answer.greeting", language),
         thanks=t("engine.answer.thanks", language),
         goodbye=t("engine.answer.goodbye", language),

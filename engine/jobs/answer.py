@@ -189,7 +189,8 @@ class AnswerJob:
 def _unread_in_words(generation: Generation, plan: Plan, session_id: str) -> Withdrawn:
     """Why the model's words are left out, if they are: they give a number or a command-line
     option that nothing it read gives (the question, the asker's turns it was given, the
-    passages), when the site's quote can stand in for them (numbers.py, options.py)."""
+    passages), or do not name what the quote names for a question asking which one, when
+    the site's quote can stand in for them (numbers.py, options.py, evidence.quoted_name)."""
     if plan.evidence is None or not generation.answer:
         return ""
     # The system text, the asker's turns, the passages and the question; not the model's own
@@ -205,6 +206,12 @@ def _unread_in_words(generation: Generation, plan: Plan, session_id: str) -> Wit
         log.info("session %s: the model's words left out, options nothing it read gives: %s",
                  session_id, ", ".join(unread))  # fmt: skip
         return "option"
+    if plan.named and plan.named.lower() not in generation.answer.lower():
+        # "Which cargo tree flag shows the reverse dependencies?": "--no-dedupe" above the
+        # quote "--invert spec — Show the reverse dependencies…" (the Cargo Book's eval)
+        log.info("session %s: the model's words left out, they do not name %s",
+                 session_id, plan.named)  # fmt: skip
+        return "name"
     return ""
 
 
