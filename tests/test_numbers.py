@@ -96,7 +96,7 @@ async def test_the_models_words_with_a_wrong_time_are_left_out_for_the_quote(
     assert kept.startswith("The last ferry leaves at 16:50.\n\n")
     assert WORDING["en"].withdrawn not in kept
     left_out = [r.getMessage() for r in caplog.records if "words left out" in r.getMessage()]
-    assert len(left_out) == 1 and left_out[0].endswith("nothing it read gives: 16:55")
+    assert len(left_out) == 1 and left_out[0].endswith("numbers nothing backs: 16:55")
 
 
 async def ferry_answer(
@@ -149,3 +149,23 @@ async def test_a_number_only_the_models_earlier_answer_gave_is_not_backed(
 
     assert texts["1,200"].startswith(WORDING["en"].withdrawn)
     assert texts["3"].startswith("The answer is: 3")  # the asker said it
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"), [("It takes 16:50 minutes.", False), ("It takes 35 minutes.", True)]
+)
+async def test_a_figure_asked_for_is_backed_by_the_quote_not_any_passage(
+    settings: Settings, backend: Backend, broker: Broker, said: str, kept: bool
+) -> None:
+    """Seen on the Cargo Book: "How many parallel jobs does cargo build run by default?" got
+    "The answer is 1." ("-j1" in a passage) above "Defaults to the number of logical CPUs.".
+    The ferry's page gives 16:50 too, but not as the crossing's time."""
+    build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
+    engine = await start_engine(settings, Says(backend, [said]))  # type: ignore[arg-type]
+    async with ConciergeClient(settings, "test") as client:
+        done, _ = await ask(client, "How long does the ferry crossing take?")
+    await engine.stop()
+
+    assert "The crossing takes 35 minutes in calm weather." in done.text  # the quote
+    assert done.text.startswith(said) is kept
+    assert done.text.startswith(WORDING["en"].withdrawn + "\n\n") is not kept

@@ -13,6 +13,7 @@ from config.settings import Settings
 from config.spaces import Spaces
 from config.texts import Locale
 from engine.answering.closing import closed_fence, closing
+from engine.answering.evidence import asks_for_number
 from engine.answering.numbers import unbacked_numbers
 from engine.answering.options import unread_options
 from engine.answering.pipeline import AnswerPlanner, Plan
@@ -110,7 +111,7 @@ class AnswerJob:
         await relay.close()
         if generation.finished_naturally:  # why it was cut, if it was; the quote and source
             streamed = generation.answer
-            generation.withdrawn = _unread_in_words(generation, plan, request.session_id)
+            generation.withdrawn = _unread_in_words(generation, plan, request)
             generation.appendix = closing(
                 plan,
                 generation.finish_reason,
@@ -186,20 +187,28 @@ class AnswerJob:
                 return
 
 
-def _unread_in_words(generation: Generation, plan: Plan, session_id: str) -> Withdrawn:
+def _unread_in_words(generation: Generation, plan: Plan, request: Request) -> Withdrawn:
     """Why the model's words are left out, if they are: they give a number or a command-line
     option that nothing it read gives (the question, the asker's turns it was given, the
-    passages), or do not name what the quote names for a question asking which one, when
-    the site's quote can stand in for them (numbers.py, options.py, evidence.quoted_name)."""
+    passages; to a question asking for a figure, the quote stands for the passages), or do
+    not name what the quote names for a question asking which one, when the site's quote can
+    stand in for them (numbers.py, options.py, evidence.quoted_name)."""
     if plan.evidence is None or not generation.answer:
         return ""
+    session_id = request.session_id
     # The system text, the asker's turns, the passages and the question; not the model's own
     # earlier answers: "The answer is: 1,200 yen." (the ferry's) to "How much is the museum
     # for adults?" (800 yen) is a number nothing on the site backs for it.
     read = [turn.content for turn in plan.messages if turn.role != "assistant"]
+    figures = read
+    if asks_for_number(request.question):  # "How many parallel jobs does cargo build run by
+        # default?": "The answer is 1." (of "-j1" in a passage) above "Defaults to the number
+        # of logical CPUs.": the quote is the sentence chosen to give the figure
+        asked = [turn.text for turn in request.history if turn.role == "user"]
+        figures = [plan.evidence.quote, request.question, *asked]
     cut = generation.finish_reason == "length"
-    if unread := unbacked_numbers(generation.answer, read, cut=cut):
-        log.info("session %s: the model's words left out, numbers nothing it read gives: %s",
+    if unread := unbacked_numbers(generation.answer, figures, cut=cut):
+        log.info("session %s: the model's words left out, numbers nothing backs: %s",
                  session_id, ", ".join(unread))  # fmt: skip
         return "number"
     if unread := unread_options(generation.answer, read, cut=cut):
