@@ -37,6 +37,9 @@ PAGES = (
     "commands/cargo-yank.html",
     "commands/cargo-build.html",
     "commands/cargo-test.html",
+    "appendix/glossary.html",
+    "guide/cargo-toml-vs-cargo-lock.html",
+    "reference/registry-index.html",
 )
 
 
@@ -116,6 +119,20 @@ def test_again_is_no_word_a_sentence_must_hold(planner: AnswerPlanner) -> None:
     )
 
     assert "The rerun-if-changed instruction tells Cargo to re-run the build script" in said
+
+
+def test_a_difference_between_two_things_is_the_page_titled_one_vs_the_other(
+    planner: AnswerPlanner,
+) -> None:
+    """Tried in `concierge chat`: "between" was a word to meet, and "difference" was met only
+    by the registry index's "…has subtle differences from the JSON format…"; the page titled
+    "Cargo.toml vs Cargo.lock" never says "difference". The glossary's entry that points to
+    it ("See Cargo.toml vs Cargo.lock.") hands the question on to that page."""
+    plan = plan_for(planner, "What is the difference between Cargo.toml and Cargo.lock?")
+
+    assert plan.sources == (f"{BASE}/guide/cargo-toml-vs-cargo-lock.html",)
+    assert plan.evidence is not None
+    assert plan.evidence.quote.startswith("Cargo.toml and Cargo.lock serve two different purposes.")
 
 
 def test_a_commands_page_named_by_title_does_not_cover_any_question_in_its_language() -> None:

@@ -37,6 +37,10 @@ FRAMING_WORDS = frozenset(
     "happened leave leaves leaving mean meaning means ok okay paid pay possible price prices "
     "stand stands use used uses using".split()
 )
+# Words a page meets in other words of its own: "What is the difference between Cargo.toml
+# and Cargo.lock?" is the page titled "Cargo.toml vs Cargo.lock", which never says
+# "difference" (the Cargo Book, tried in `concierge chat`).
+ALSO_MET_BY = {"differenc": ("vs", "versus", "compar")}
 WHOLE_WORD_CHARS = 3  # a Latin form this short is met only as a word of its own
 KANJI_WEIGHT = 2.0  # a kanji says about as much as two kana or two Latin letters
 
@@ -70,7 +74,10 @@ def question_needs(question: str) -> list[Need]:
             elif run not in STOPWORDS:
                 optional = run in FRAMING_WORDS
                 named = not optional and not is_common_word(run)
-                needs += [Need((term,), len(run), optional, named) for term in latin_terms(run)]
+                needs += [
+                    Need((term, *ALSO_MET_BY.get(term, ())), len(run), optional, named)
+                    for term in latin_terms(run)
+                ]
     # A version named is a name: on a page that answers, as it is ("3.12", not "12").
     needs += [Need((version,), len(version), named=True) for version in version_names(question)]
     return needs

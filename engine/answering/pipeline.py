@@ -93,6 +93,7 @@ ENTRY_CANDIDATES = 200  # passages whose heading holds a name the question gives
 NAME_START_RE = re.compile(r"-*[A-Za-z_]")  # what an entry's name begins with
 COMMAND_PAGES = 3  # pages titled "npm-…": the site documents npm's commands one per page
 DESCRIPTION_WITHIN = 4  # a command's page says what it does in one of its first sections
+SEE_PAGE_RE = re.compile(r"(?:[^\u2014]+ \u2014 )?See (?:the )?(.+?)\.?")  # a pointer
 SENTENCE_STOP_RE = re.compile(r"[.!?\u3002](?:\s|$)")
 
 # What the engine does with a question: the model writes (from the site's passages, or, with
@@ -168,6 +169,9 @@ class AnswerPlanner:
         if evidence is None and searched != asked:  # "For how long can I keep them?": the books
             evidence = find_evidence(searched, passages, nearness=nearness)
         evidence = evidence or opening(passages[0])
+        if referred := self._referred_page(evidence.quote):  # "See Cargo.toml vs Cargo.lock."
+            passages = referred
+            evidence = find_evidence(asked, passages, nearness=nearness) or opening(passages[0])
         if across and asks_for_number(asked) and not has_number(evidence.quote):
             # "Valgrind の商用サポート契約はいくらですか": its words met in English ("support",
             # "contract"), but what answers a figure across languages holds one
@@ -234,6 +238,16 @@ class AnswerPlanner:
         if opening is None or any(p.text == opening.text for p in passages):
             return passages
         return [opening, *passages][:PASSAGES_USED]
+
+    def _referred_page(self, quote: str) -> list[Passage]:
+        """The first passages of the page a quote only points to ("See Cargo.toml vs
+        Cargo.lock.", a glossary's entry naming the page that explains it), when the site has
+        a page of that title; else []."""
+        if not (see := SEE_PAGE_RE.fullmatch(quote.strip())):
+            return []
+        title = see.group(1).strip().lower()
+        titled = [p for p in self.kb.headed(title, ENTRY_CANDIDATES) if p.title.lower() == title]
+        return titled[:PASSAGES_USED]
 
     def _unknown_commands(self, asked: str) -> list[str]:
         """The commands ``asked`` runs ("with npm deploy") that a site documenting its tool's

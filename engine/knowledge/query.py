@@ -36,8 +36,8 @@ CJK_RUN_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\
 HIRAGANA_RE = re.compile(r"[\u3040-\u309f]+")
 KANJI_RE = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 STOPWORDS = frozenset(
-    "a about after again am an and any are as at be been by can could do does don for from get "
-    "has have how i if in into is it its just know long many me much my need no not of on "
+    "a about after again am an and any are as at be been between by can could do does don for "
+    "from get has have how i if in into is it its just know long many me much my need no not of on "
     "or our please should so take tell than that the their there this time to up us want "
     "was we were what when where which who why will with would you your".split()
 )
