@@ -76,10 +76,30 @@ def test_a_settings_default_in_one_profile_is_that_profiles_section_not_the_sett
     assert plan.evidence.link.endswith("#release")
 
 
-def test_what_a_command_does_is_its_man_pages_description(planner: AnswerPlanner) -> None:
-    said = quote_for(planner, "What does cargo yank do to a published version?")
+@pytest.mark.parametrize(
+    ("question", "description"),
+    [
+        ("What does cargo yank do to a published version?", "The yank command removes a"),
+        ("What does cargo yank do?", "The yank command removes a previously published crate"),
+        ("What does cargo build do?", "Compile local packages and all of their dependencies."),
+    ],
+)
+def test_what_a_command_does_is_its_man_pages_description(
+    planner: AnswerPlanner, question: str, description: str
+) -> None:
+    """Not its SYNOPSIS ("cargo build [options]") nor an example of its later sections."""
+    assert quote_for(planner, question).startswith(description)
 
-    assert said.startswith("The yank command removes a previously published crate")
+
+def test_a_setting_asked_about_without_another_thing_named_keeps_its_entry(
+    planner: AnswerPlanner,
+) -> None:
+    """The release profile's section says "opt-level = 3" too, but the question names no
+    profile (review: it had taken the release profile's default for the setting's)."""
+    said = quote_for(planner, "What is the default setting for opt-level?")
+
+    assert said.startswith("opt-level — ")
+    assert "[profile.release]" not in said
 
 
 def test_a_default_said_in_words_answers_how_many(planner: AnswerPlanner) -> None:
@@ -161,6 +181,10 @@ def test_the_name_a_quote_defines_is_what_a_which_question_must_be_answered_with
     )
     assert quoted_name("How do I see the reverse dependencies?", flag) == ""  # not "which"
     assert quoted_name("Which flag shows them?", "Show the reverse dependencies.") == ""
+    # asking what a named flag does, or about something other than a name (review)
+    assert quoted_name("What does the --invert flag do?", flag) == ""
+    assert quoted_name("What is the default setting for opt-level?", "opt-level — It …") == ""
+    assert quoted_name("Which flag shows them?", "Note — this shows them.") == ""  # a word
 
 
 @pytest.mark.parametrize(
@@ -187,3 +211,29 @@ async def test_the_models_words_naming_another_variable_than_the_quote_are_left_
     assert "CARGO_PKG_VERSION — The full version of your package." in done.text  # the quote
     assert done.text.startswith(said) is kept
     assert done.text.startswith(WORDING["en"].withdrawn_name + "\n\n") is not kept
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [("The answer is 1.", False), ("As many as there are logical CPUs.", True)],
+)
+async def test_a_figure_the_quote_says_in_words_is_not_the_models_to_give(
+    settings: Settings, backend: Backend, broker: Broker, said: str, kept: bool
+) -> None:
+    """Seen on the Cargo Book: "The answer is 1." (another passage's "-j1") above "Defaults to
+    the number of logical CPUs.". A quote that holds a figure leaves the model the passages'
+    (review: "Default: 5000" in a passage, the quote "A value of 0 makes…")."""
+    path = "commands/cargo-build.html"
+    articles = [
+        extract_article((SITE / path).read_bytes(), f"{BASE}/{path}").article(f"{BASE}/{path}")
+    ]
+    build_kb(settings.kb_path, settings.kb_path, articles, [], datetime.now(UTC))
+    engine = await start_engine(settings, Says(backend, [said]))  # type: ignore[arg-type]
+    async with ConciergeClient(settings, "test") as client:
+        question = "How many parallel jobs does cargo build run by default?"
+        done, _ = await ask(client, question)
+    await engine.stop()
+
+    assert "Defaults to the number of logical CPUs." in done.text  # the quote
+    assert done.text.startswith(said) is kept
+    assert done.text.startswith(WORDING["en"].withdrawn + "\n\n") is not kept

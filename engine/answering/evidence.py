@@ -60,10 +60,9 @@ ASKS_FOR_NUMBER_RE = re.compile(  # not "when": "the first Sunday of the month" 
 )
 # A question that asks for a name ("Which cargo tree flag shows…", "Which key of the
 # [workspace] table lists…"): a list's entry defining one answers it, a sentence about it not.
-ASKS_FOR_NAME_RE = re.compile(
-    r"\b(?:which|what) (?:[\w\[\].-]+ ){0,3}?(?:environment variable|variable|flag|option|key"
-    r"|field|setting|function|method|command|attribute)s?\b",
-    re.I,
+NAME_KINDS = r"(?:environment variable|variable|flag|option|key|field|setting|function|method)s?"
+ASKS_FOR_NAME_RE = re.compile(  # not "What does the --watch flag do?": that names it
+    rf"\bwhich (?:[\w\[\].-]+ ){{0,3}}?{NAME_KINDS}\b|\bwhat {NAME_KINDS}\b", re.I
 )
 DEFINED_NAME_RE = re.compile(r"[\w.:+-]+(?: [\w<>\[\].=-]+)? \u2014 \S")  # "members — …"
 QUOTED_NAME_RE = re.compile(r"[\w.:+-]*\w")  # the name it defines: "--invert" of "--invert spec"
@@ -258,7 +257,7 @@ def _narrowed(candidates: list[_Sentence], question: str, named: set[int]) -> li
     if numbered and asks_for_number(question):  # "how much", "いくら": the answer is a number,
         # said in words, not an example's argument ("setTimeout(100, 'result').then(…")
         candidates = [s for s in numbered if not CODE_LINE_RE.search(s.text)] or numbered
-    if ASKS_FOR_NAME_RE.search(question) and (defined := [s for s in candidates if _defines(s)]):
+    if asks_for_name(question) and (defined := [s for s in candidates if _defines(s)]):
         candidates = defined  # "Which environment variable holds my package's version?"
     if entry := [s for s in candidates if s.rank in named]:
         candidates = entry  # "What does tempfile.mkdtemp() return?": its entry says
@@ -268,12 +267,21 @@ def _narrowed(candidates: list[_Sentence], question: str, named: set[int]) -> li
     return candidates
 
 
+def asks_for_name(question: str) -> bool:
+    """Whether ``question`` asks which flag, variable, key… without naming one itself ("Which
+    cargo tree flag shows the reverse dependencies?", not "What does the --watch flag do?")."""
+    return ASKS_FOR_NAME_RE.search(question) is not None and not entry_names(question)
+
+
 def quoted_name(question: str, quote: str) -> str:
     """The name ``quote`` defines when ``question`` asks which one ("--invert" of "--invert
-    spec — Show the reverse dependencies…" for "Which cargo tree flag shows…"), else ""."""
-    if not ASKS_FOR_NAME_RE.search(question) or not DEFINED_NAME_RE.match(quote):
+    spec — Show the reverse dependencies…" for "Which cargo tree flag shows…"), else "": not a
+    word a sentence begins with ("Note — …")."""
+    found = QUOTED_NAME_RE.match(quote)
+    if not asks_for_name(question) or not DEFINED_NAME_RE.match(quote) or found is None:
         return ""
-    return QUOTED_NAME_RE.match(quote).group()  # type: ignore[union-attr]  # matched above
+    name = found.group()
+    return "" if name[:1].isupper() and name[1:].islower() else name
 
 
 def _defines(sentence: _Sentence) -> bool:
@@ -425,19 +433,21 @@ def entries_named(question: str, passages: Sequence[Passage]) -> set[int]:
     named = {rank for rank, passage in enumerate(passages) if names_it(passage)}
     # "setTimeout" is the global setTimeout(), not timersPromises.setTimeout(), when both came
     exact = {rank for rank in named if is_entry_of(passages[rank], names, exactly=True)}
-    if exact and _outsaid(question, passages, exact, entries=named):
+    if exact and _outsaid(question, passages, asked=exact, entries=named):
         return set()
     return exact or named
 
 
 def _outsaid(
-    question: str, passages: Sequence[Passage], named: set[int], entries: set[int]
+    question: str, passages: Sequence[Passage], asked: set[int], entries: set[int]
 ) -> bool:
-    """Whether a passage that is no entry of the question's names (``entries``, of which
-    ``named`` are those asked about) says, in its own words, the entries' name and more of
-    the question than any of them: "What is the default opt-level of the release profile?"
-    is answered by the release profile's section ("The default settings for the release
-    profile are: … opt-level = 3"), not by opt-level's entry, which says what it does."""
+    """Whether a section that is no entry of the question's names (``entries``, of which
+    ``asked`` are the ones asked about) is headed by another thing the question names and
+    says, in its own words, the entries' name and more of the question than any of them:
+    "What is the default opt-level of the release profile?" is answered by the release
+    profile's section ("The default settings for the release profile are: … opt-level = 3"),
+    not by opt-level's entry, which says what it does. Not a section that only says more of
+    the site's own words ("What does json.dumps() return in Python?")."""
     needs = [
         n for n in question_needs(question) if not n.optional and not set(n.forms) & ENTRY_KINDS
     ]
@@ -445,10 +455,12 @@ def _outsaid(
     def said(text: str) -> frozenset[int]:
         return frozenset(i for i, need in enumerate(needs) if met(need, text.lower()))
 
-    by_name = frozenset().union(*(said(entry_name(passages[rank])) for rank in named))
-    most = max(len(said(passages[rank].text) | by_name) for rank in named)
+    by_name = frozenset().union(*(said(entry_name(passages[rank])) for rank in asked))
+    most = max(len(said(passages[rank].text) | by_name) for rank in asked)
     return any(
-        by_name <= (others := said(passage.text)) and len(others) > most
+        by_name <= (others := said(passage.text))
+        and len(others) > most
+        and said(entry_name(passage)) - by_name  # headed by what the question also names
         for rank, passage in enumerate(passages)
         if rank not in entries and not _is_an_entry(passage)  # not another entry
     )

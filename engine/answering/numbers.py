@@ -7,9 +7,10 @@ reader trusts a number. So when the model's words give one that nothing it was g
 (the system text, the conversation's turns, the passages, the question), the engine leaves
 its words out and the answer is the site's quote and sources alone (``engine.jobs.answer``):
 the asker saw the words stream, and the terminal event's text, which replaces them, has the
-quote. To a question asking for a figure, the quote stands for the passages: it is the
-sentence chosen to give that figure ("The answer is 1." to "How many parallel jobs does
-cargo build run by default?" came from another passage's "-j1").
+quote. To a question asking for a figure that the quote says in words ("Defaults to the
+number of logical CPUs."), the quote stands for the passages: it is the sentence chosen to
+give that figure, so a figure is the model's own ("The answer is 1." to "How many parallel
+jobs does cargo build run by default?" came from another passage's "-j1").
 
 Not counted: a list's numbering ("1. Install it", "Step 2:"), numbers in code (an example's
 ``range(10)`` is the model's illustration, not a fact of the site), addresses, and, in an

@@ -220,9 +220,8 @@ def _heading_is_a_name(entry: Passage) -> bool:
 
 
 def _named_by_title(entry: Passage, question: str) -> bool:
-    """Whether ``entry`` is a passage of a command's page that ``question`` names by the
-    page's title only ("cargo test", not the section's own "--tests"), in the page's
-    language."""
+    """Whether ``entry``, which ``question`` names, is named by its page's title only (a
+    command's page: "cargo test", not the section's own "--tests"), in the page's language."""
     by_heading = is_entry_of(entry, entry_names(question))
     return not by_heading and language_of(question) == language_of(entry.text)
 

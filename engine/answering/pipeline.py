@@ -75,6 +75,7 @@ from engine.answering.needs import (
     command_titles,
     commands,
     entry_names,
+    met,
     named_terms,
     question_needs,
 )
@@ -93,7 +94,7 @@ ENTRY_CANDIDATES = 200  # passages whose heading holds a name the question gives
 NAME_START_RE = re.compile(r"-*[A-Za-z_]")  # what an entry's name begins with
 COMMAND_PAGES = 3  # pages titled "npm-…": the site documents npm's commands one per page
 DESCRIPTION_WITHIN = 4  # a command's page says what it does in one of its first sections
-SEE_PAGE_RE = re.compile(r"(?:[^\u2014]+ \u2014 )?See (?:the )?(.+?)\.?")  # a pointer
+SEE_PAGE_RE = re.compile(r"(?:[^\u2014]+ \u2014 )?See (?!also\b)(?:the )?(.+?)\.?")  # a pointer
 SENTENCE_STOP_RE = re.compile(r"[.!?\u3002](?:\s|$)")
 
 # What the engine does with a question: the model writes (from the site's passages, or, with
@@ -169,6 +170,8 @@ class AnswerPlanner:
         if evidence is None and searched != asked:  # "For how long can I keep them?": the books
             evidence = find_evidence(searched, passages, nearness=nearness)
         evidence = evidence or opening(passages[0])
+        if (described := self._description(asked, passages)) and _only_names(asked, described):
+            evidence = opening(described)  # "What does cargo build do?": not its synopsis
         if referred := self._referred_page(evidence.quote):  # "See Cargo.toml vs Cargo.lock."
             passages = referred
             evidence = find_evidence(asked, passages, nearness=nearness) or opening(passages[0])
@@ -224,20 +227,29 @@ class AnswerPlanner:
     def _with_opening(self, asked: str, passages: list[Passage]) -> list[Passage]:
         """``passages`` after their article's opening when the question names what the article
         is about, as its title gives it ("http.server — HTTP servers"): a module's page says
-        what matters most of it first ("http.server is not recommended for production"). A
-        command's page ("cargo-yank(1)") asked what the command does: after its description,
-        the first of its opening sections said in sentences (not its NAME or SYNOPSIS line)."""
-        title, url = passages[0].title, passages[0].url
+        what matters most of it first ("http.server is not recommended for production"); or
+        after a command's description, when asked what the command does (``_description``)."""
+        title = passages[0].title
         if " \u2014 " in title:
             subject = title.split(" \u2014 ", 1)[0].strip().lower()
-            opening = self.kb.opening(url) if _names(asked, subject) else None
-        elif ASKS_WHAT_IT_DOES_RE.search(asked) and command_title(title) in command_titles(asked):
-            opening = next((p for p in self.kb.openings(url, DESCRIPTION_WITHIN) if _says(p)), None)
+            opening = self.kb.opening(passages[0].url) if _names(asked, subject) else None
         else:
-            return passages
+            opening = self._description(asked, passages)
         if opening is None or any(p.text == opening.text for p in passages):
             return passages
         return [opening, *passages][:PASSAGES_USED]
+
+    def _description(self, asked: str, passages: Sequence[Passage]) -> Passage | None:
+        """The description of the command whose page (``cargo-yank(1)``) answers ``asked``,
+        when it asks what the command does: the first of the page's opening sections said in
+        sentences, not its NAME or SYNOPSIS line; else None."""
+        title = passages[0].title
+        if not ASKS_WHAT_IT_DOES_RE.search(asked) or command_title(title) not in command_titles(
+            asked
+        ):
+            return None
+        openings = self.kb.openings(passages[0].url, DESCRIPTION_WITHIN)
+        return next((p for p in openings if _says(p)), None)
 
     def _referred_page(self, quote: str) -> list[Passage]:
         """The first passages of the page a quote only points to ("See Cargo.toml vs
@@ -277,6 +289,14 @@ def _not_on_site(language: Language, found: list[Passage]) -> Plan:
     words = WORDING[language]
     nearest = format_nearest(words.nearest, found)
     return Plan("not_on_site", language, note=f"{words.not_on_site}\n\n{nearest}".strip())
+
+
+def _only_names(asked: str, page: Passage) -> bool:
+    """Whether ``asked`` says nothing but the name of the command ``page`` documents ("What
+    does cargo build do?", not "What does npm ci do if package.json and package-lock.json do
+    not match?", which its description does not answer)."""
+    name = command_title(page.title).replace("-", " ")
+    return all(need.optional or met(need, name) for need in question_needs(asked))
 
 
 def _says(passage: Passage) -> bool:

@@ -13,7 +13,7 @@ from config.settings import Settings
 from config.spaces import Spaces
 from config.texts import Locale
 from engine.answering.closing import closed_fence, closing
-from engine.answering.evidence import asks_for_number
+from engine.answering.evidence import asks_for_number, has_number
 from engine.answering.numbers import unbacked_numbers
 from engine.answering.options import unread_options
 from engine.answering.pipeline import AnswerPlanner, Plan
@@ -190,7 +190,8 @@ class AnswerJob:
 def _unread_in_words(generation: Generation, plan: Plan, request: Request) -> Withdrawn:
     """Why the model's words are left out, if they are: they give a number or a command-line
     option that nothing it read gives (the question, the asker's turns it was given, the
-    passages; to a question asking for a figure, the quote stands for the passages), or do
+    passages; to a question asking for a figure that the quote says in words, the quote
+    stands for the passages), or do
     not name what the quote names for a question asking which one, when the site's quote can
     stand in for them (numbers.py, options.py, evidence.quoted_name)."""
     if plan.evidence is None or not generation.answer:
@@ -201,10 +202,11 @@ def _unread_in_words(generation: Generation, plan: Plan, request: Request) -> Wi
     # for adults?" (800 yen) is a number nothing on the site backs for it.
     read = [turn.content for turn in plan.messages if turn.role != "assistant"]
     figures = read
-    if asks_for_number(request.question):  # "How many parallel jobs does cargo build run by
-        # default?": "The answer is 1." (of "-j1" in a passage) above "Defaults to the number
-        # of logical CPUs.": the quote is the sentence chosen to give the figure
-        asked = [turn.text for turn in request.history if turn.role == "user"]
+    if asks_for_number(request.question) and not has_number(plan.evidence.quote):
+        # "How many parallel jobs does cargo build run by default?": "The answer is 1." (of
+        # "-j1" in a passage) above "Defaults to the number of logical CPUs.": the sentence
+        # chosen to give the figure says it in words, so a figure is the model's own
+        asked = [turn.content for turn in plan.messages[:-1] if turn.role == "user"]
         figures = [plan.evidence.quote, request.question, *asked]
     cut = generation.finish_reason == "length"
     if unread := unbacked_numbers(generation.answer, figures, cut=cut):
