@@ -187,6 +187,21 @@ def test_the_name_a_quote_defines_is_what_a_which_question_must_be_answered_with
     assert quoted_name("Which flag shows them?", "Note — this shows them.") == ""  # a word
 
 
+async def answered_saying(
+    settings: Settings, backend: Backend, page: str, question: str, said: str
+) -> str:
+    """The final text of the answer to ``question`` from one page of the book, the model
+    saying ``said``."""
+    url = f"{BASE}/{page}"
+    articles = [extract_article((SITE / page).read_bytes(), url).article(url)]
+    build_kb(settings.kb_path, settings.kb_path, articles, [], datetime.now(UTC))
+    engine = await start_engine(settings, Says(backend, [said]))  # type: ignore[arg-type]
+    async with ConciergeClient(settings, "test") as client:
+        done, _ = await ask(client, question)
+    await engine.stop()
+    return done.text
+
+
 @pytest.mark.parametrize(
     ("said", "kept"),
     [("It is CARGO_MAKEFLAGS.", False), ("Read `CARGO_PKG_VERSION` with env!().", True)],
@@ -197,20 +212,14 @@ async def test_the_models_words_naming_another_variable_than_the_quote_are_left_
     """Seen on the Cargo Book: "The environment variable CARGO_MAKEFLAGS is set…" above the
     quote "CARGO_PKG_VERSION — The full version of your package."; both names are on the
     page, so no other check leaves it out."""
-    path = "reference/environment-variables.html"
-    articles = [
-        extract_article((SITE / path).read_bytes(), f"{BASE}/{path}").article(f"{BASE}/{path}")
-    ]
-    build_kb(settings.kb_path, settings.kb_path, articles, [], datetime.now(UTC))
-    engine = await start_engine(settings, Says(backend, [said]))  # type: ignore[arg-type]
-    async with ConciergeClient(settings, "test") as client:
-        question = "Which environment variable holds my package's version at compile time?"
-        done, _ = await ask(client, question)
-    await engine.stop()
+    question = "Which environment variable holds my package's version at compile time?"
+    text = await answered_saying(
+        settings, backend, "reference/environment-variables.html", question, said
+    )
 
-    assert "CARGO_PKG_VERSION — The full version of your package." in done.text  # the quote
-    assert done.text.startswith(said) is kept
-    assert done.text.startswith(WORDING["en"].withdrawn_name + "\n\n") is not kept
+    assert "CARGO_PKG_VERSION — The full version of your package." in text  # the quote
+    assert text.startswith(said) is kept
+    assert text.startswith(WORDING["en"].withdrawn_name + "\n\n") is not kept
 
 
 @pytest.mark.parametrize(
@@ -223,17 +232,9 @@ async def test_a_figure_the_quote_says_in_words_is_not_the_models_to_give(
     """Seen on the Cargo Book: "The answer is 1." (another passage's "-j1") above "Defaults to
     the number of logical CPUs.". A quote that holds a figure leaves the model the passages'
     (review: "Default: 5000" in a passage, the quote "A value of 0 makes…")."""
-    path = "commands/cargo-build.html"
-    articles = [
-        extract_article((SITE / path).read_bytes(), f"{BASE}/{path}").article(f"{BASE}/{path}")
-    ]
-    build_kb(settings.kb_path, settings.kb_path, articles, [], datetime.now(UTC))
-    engine = await start_engine(settings, Says(backend, [said]))  # type: ignore[arg-type]
-    async with ConciergeClient(settings, "test") as client:
-        question = "How many parallel jobs does cargo build run by default?"
-        done, _ = await ask(client, question)
-    await engine.stop()
+    question = "How many parallel jobs does cargo build run by default?"
+    text = await answered_saying(settings, backend, "commands/cargo-build.html", question, said)
 
-    assert "Defaults to the number of logical CPUs." in done.text  # the quote
-    assert done.text.startswith(said) is kept
-    assert done.text.startswith(WORDING["en"].withdrawn + "\n\n") is not kept
+    assert "Defaults to the number of logical CPUs." in text  # the quote
+    assert text.startswith(said) is kept
+    assert text.startswith(WORDING["en"].withdrawn + "\n\n") is not kept
