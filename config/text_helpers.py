@@ -14,10 +14,11 @@ SENTENCE_ENDS = ".!?\u3002\uff01\uff1f"  # and the Japanese full stop, ! and ?
 # follows them ("a.pop() removes" goes on; "3.14" stays whole), to a Japanese end mark
 # anywhere, or to the end of its line; so no character but the spaces between sentences is lost
 # ("..." alone is a sentence too).
-# A sentence ends at its stop and a space, not at "e.g." or "(eg. 20 to 30 times)".
+# A sentence ends at its stop and a space, not at "e.g." or "(eg. 20 to 30 times)", nor at
+# the "!" of a Rust macro's name going on in lowercase ("The println! macro is only…").
 SENTENCE_RE = re.compile(
     r"[^\n]+?(?:(?<!\beg)(?<!\bie)(?<!\bcf)(?<!\bvs)(?<!\be\.g)(?<!\bi\.e)(?<!\bE\.g)"
-    r"[.!?]+(?=\s|$)|[\u3002\uff01\uff1f]+|$)",
+    r"[.!?]+(?=\s|$)(?!(?<=\w!)\s+[a-z])|[\u3002\uff01\uff1f]+|$)",
     re.M,
 )
 
