@@ -316,3 +316,25 @@ def test_a_synopsis_that_only_names_the_command_asked_about_is_not_its_quote() -
     museum = Passage("Museum hours", url, "The museum is closed on Mondays. It opens at 9:00.")
     said = find_evidence("Is the museum closed on Mondays?", [museum])
     assert said is not None and said.quote.startswith("The museum is closed on Mondays.")
+
+
+def test_a_sentence_saying_what_the_command_before_it_did_brings_the_command() -> None:
+    """The Rust book (a held-out check of the seventh session): "How do I run tests on a
+    single thread?" was quoted "We set the number of test threads to 1…" without the command
+    that does it, the line before."""
+    text = (
+        "If you don't want to run the tests in parallel or if you want more fine-grained"
+        " control over the number of threads used, you can send the --test-threads flag and"
+        " the number of threads you want to use to the test binary. Take a look at the"
+        " following example:\n"
+        "$ cargo test -- --test-threads=1\n"
+        "We set the number of test threads to 1, telling the program not to use any"
+        " parallelism. Running the tests using one thread will take longer than running them"
+        " in parallel, but the tests won't interfere with each other if they share state."
+    )
+    section = Passage("Running tests", "http://book.example/tests.html", text, heading="x")
+
+    evidence = find_evidence("How do I run tests on a single thread?", [section])
+
+    assert evidence is not None
+    assert evidence.quote.startswith("$ cargo test -- --test-threads=1 We set the number")

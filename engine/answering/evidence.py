@@ -13,7 +13,9 @@ considered, if there are any. The sentence next to the best one in its paragraph
 when it meets needs the first does not, or is about the same thing (its context, not a fact
 from elsewhere), and the quote stays short.
 A sentence that announces what follows ("The following example rounds pi to three places:")
-takes the line after it, the example being the answer. A line that only names what is asked
+takes the line after it, the example being the answer; one that begins the line after a
+command ("$ cargo test -- --test-threads=1", then "We set the number of test threads to
+1…") takes the command before it. A line that only names what is asked
 about ("npm prune [[<@scope>/]<pkg>...]", the synopsis, for "What does npm prune do?") says
 nothing of it: another is quoted, else the opening of a passage that says something.
 Documentation describes a function in an entry under its signature ("shutil.rmtree(path,
@@ -232,6 +234,7 @@ def find_evidence(
     chosen.sort(key=lambda s: s.index)
     chosen += _carried_on(chosen[-1], sentences, max_chars - len(_join(chosen)) - 1)
     chosen += _announced(chosen[-1], sentences, max_chars - len(_join(chosen)))
+    chosen = _after_command(chosen[0], sentences, max_chars - len(_join(chosen)) - 1) + chosen
     passage = passages[first.rank]
     quote = shorten(_join(chosen), max_chars)
     return Evidence(passage.title, passage.url, _with_entry_name(passage, quote), passage.link)
@@ -567,6 +570,18 @@ def _described(first: _Sentence, passage: Passage, sentences: Sequence[_Sentence
         return first
     following = (s for s in sentences if s.rank == first.rank and s.index == first.index + 1)
     return next(following, first)
+
+
+def _after_command(first: _Sentence, sentences: Sequence[_Sentence], room: int) -> list[_Sentence]:
+    """The command line just before ``first`` when ``first`` begins the paragraph after it,
+    and fits in ``room``: documentation shows a command, then says what it did ("$ cargo test
+    -- --test-threads=1" then "We set the number of test threads to 1…")."""
+    before = [s for s in sentences if (s.rank, s.paragraph) == (first.rank, first.paragraph - 1)]
+    starts = _beside(first, sentences, -1) is None
+    command = before[0] if len(before) == 1 else None
+    if starts and command and PROMPT_LINE_RE.match(command.text) and len(command.text) < room:
+        return [command]
+    return []
 
 
 def _announced(last: _Sentence, sentences: Sequence[_Sentence], room: int) -> list[_Sentence]:
