@@ -58,7 +58,12 @@ EVIDENCE_MARKERS = tuple(wording.evidence.split("{quote}")[0] for wording in WOR
 WITHDRAWN_MARKERS = tuple(
     text
     for wording in WORDING.values()
-    for text in (wording.withdrawn, wording.withdrawn_option, wording.withdrawn_name)
+    for text in (
+        wording.withdrawn,
+        wording.withdrawn_option,
+        wording.withdrawn_name,
+        wording.withdrawn_term,
+    )
 )
 # Text split roughly as a tokenizer would (a Latin word with its space, a digit, any other
 # character: a kana or a kanji), for noticing repetition when the engine does not report it.

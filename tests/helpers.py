@@ -62,7 +62,7 @@ def streamed_is_final(events: list[ReplyEvent], final: str) -> bool:
     engine/answering/numbers.py)."""
     streamed = token_text(events)
     withdrawn = any(
-        final.startswith((w.withdrawn, w.withdrawn_option, w.withdrawn_name))
+        final.startswith((w.withdrawn, w.withdrawn_option, w.withdrawn_name, w.withdrawn_term))
         for w in WORDING.values()
     )
     return streamed == final or (withdrawn and streamed.endswith("\n\n" + final))

@@ -65,6 +65,10 @@ TEXTS: dict[str, dict[Literal["en", "ja"], str]] = {
         "en": "(My own answer is left out: it did not name what the site names below.)",
         "ja": "（サイトの記事が挙げるものと違うものを挙げていたため、回答を省きました。）",
     },
+    "engine.answer.withdrawn_term": {
+        "en": "(My own answer is left out: it named something that is not on the site.)",
+        "ja": "（サイトにない名前を挙げていたため、回答を省きました。）",
+    },
     "engine.answer.cut_length": {
         "en": "(Cut here: the answer reached its limit of {max_tokens} tokens.)",
         "ja": "（長さの上限 {max_tokens} トークンに達したため、ここで打ち切りました。）",

@@ -42,8 +42,13 @@ def closing(
     words = WORDING[plan.language]
     parts: list[str] = []
     if withdrawn:
-        withdrawals = {"number": words.withdrawn, "option": words.withdrawn_option}
-        parts.append(withdrawals.get(withdrawn, words.withdrawn_name))
+        withdrawals = {
+            "number": words.withdrawn,
+            "option": words.withdrawn_option,
+            "name": words.withdrawn_name,
+            "term": words.withdrawn_term,
+        }
+        parts.append(withdrawals[withdrawn])
     elif finish_reason == "repetition":
         parts.append(words.cut_repetition)
     elif finish_reason == "length":

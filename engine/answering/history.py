@@ -89,7 +89,7 @@ def _engine_parts() -> tuple[re.Pattern[str], tuple[tuple[str, str], ...]]:
         before, after = words.evidence.split("{quote}")
         quotes.append((before, after))
         starts += [before, words.cut_repetition, words.withdrawn, words.withdrawn_option]
-        starts += [words.withdrawn_name]
+        starts += [words.withdrawn_name, words.withdrawn_term]
         starts += [words.nearest, words.no_articles, words.cut_length.split("{", 1)[0]]
     return re.compile(r"(?:\A|\n\n)(?:" + "|".join(map(re.escape, starts)) + ")"), tuple(quotes)
 

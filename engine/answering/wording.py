@@ -18,7 +18,7 @@ from engine.answering.smalltalk import SmallTalk
 
 Language = Locale
 # why the model's words were left out ("": kept)
-Withdrawn = Literal["", "number", "option", "name"]
+Withdrawn = Literal["", "number", "option", "name", "term"]
 # Kana, or kanji: a question holding either is read as Japanese (Chinese reads Japanese too).
 JAPANESE_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
 
@@ -36,6 +36,7 @@ class Wording:
     withdrawn: str  # instead of the model's words, when they gave a number (numbers.py)
     withdrawn_option: str  # ... or an option (options.py) nothing it read gives
     withdrawn_name: str  # ... or named another than the quote's name (evidence.quoted_name)
+    withdrawn_term: str  # ... or a name nothing it read gives (names.py)
     greeting: str  # the whole answer to small talk (engine/answering/smalltalk.py): "hi"
     thanks: str  # "thanks!"
     goodbye: str  # "bye"
@@ -55,6 +56,7 @@ def wording(language: Language) -> Wording:
         withdrawn=t("engine.answer.withdrawn", language),
         withdrawn_option=t("engine.answer.withdrawn_option", language),
         withdrawn_name=t("engine.answer.withdrawn_name", language),
+        withdrawn_term=t("engine.answer.withdrawn_term", language),
         greeting=t("engine.answer.greeting", language),
         thanks=t("engine.answer.thanks", language),
         goodbye=t("engine.answer.goodbye", language),

@@ -43,8 +43,8 @@ class Generation:
     ended_at: int | None = None  # characters of the text, when it ended at a blank line
     skipped: int = 0  # characters it began with that copied the prompt's label (echo.py)
     # (ended_at counts characters after those)
-    # Its words left out, and why: a "number" or an "option" nothing it read gave, or not the
-    # "name" the quote defines ("": kept).
+    # Its words left out, and why: a "number", an "option" or a "term" nothing it read gave,
+    # or not the "name" the quote defines ("": kept).
     withdrawn: Withdrawn = ""
 
     @property

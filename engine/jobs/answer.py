@@ -14,6 +14,7 @@ from config.spaces import Spaces
 from config.texts import Locale
 from engine.answering.closing import closed_fence, closing
 from engine.answering.evidence import asks_for_number, has_number
+from engine.answering.names import unread_names
 from engine.answering.numbers import unbacked_numbers
 from engine.answering.options import unread_options
 from engine.answering.pipeline import AnswerPlanner, Plan
@@ -188,12 +189,12 @@ class AnswerJob:
 
 
 def _unread_in_words(generation: Generation, plan: Plan, request: Request) -> Withdrawn:
-    """Why the model's words are left out, if they are: they give a number or a command-line
-    option that nothing it read gives (the question, the asker's turns it was given, the
-    passages; to a question asking for a figure that the quote says in words, the quote
-    stands for the passages), or do
-    not name what the quote names for a question asking which one, when the site's quote can
-    stand in for them (numbers.py, options.py, evidence.quoted_name)."""
+    """Why the model's words are left out, if they are: they give a number, a command-line
+    option or a name that nothing it read gives (the question, the asker's turns it was
+    given, the passages; to a question asking for a figure that the quote says in words, the
+    quote stands for the passages), or do not name what the quote names for a question
+    asking which one, when the site's quote can stand in for them (numbers.py, options.py,
+    names.py, evidence.quoted_name)."""
     if plan.evidence is None or not generation.answer:
         return ""
     session_id = request.session_id
@@ -217,6 +218,10 @@ def _unread_in_words(generation: Generation, plan: Plan, request: Request) -> Wi
         log.info("session %s: the model's words left out, options nothing it read gives: %s",
                  session_id, ", ".join(unread))  # fmt: skip
         return "option"
+    if unread := unread_names(generation.answer, read):
+        log.info("session %s: the model's words left out, names nothing it read gives: %s",
+                 session_id, ", ".join(unread))  # fmt: skip
+        return "term"
     if plan.named and plan.named.lower() not in generation.answer.lower():
         # "Which cargo tree flag shows the reverse dependencies?": "--no-dedupe" above the
         # quote "--invert spec — Show the reverse dependencies…" (the Cargo Book's eval)
