@@ -55,16 +55,7 @@ CUT_REASONS = frozenset({"length", "repetition"})  # done.finish_reason of a cut
 EVIDENCE_MARKERS = tuple(wording.evidence.split("{quote}")[0] for wording in WORDING.values())
 # ... or the engine's sentence saying the model's words were left out (numbers.py): none of
 # them is in the answer, so there are no own words to judge.
-WITHDRAWN_MARKERS = tuple(
-    text
-    for wording in WORDING.values()
-    for text in (
-        wording.withdrawn,
-        wording.withdrawn_option,
-        wording.withdrawn_name,
-        wording.withdrawn_term,
-    )
-)
+WITHDRAWN_MARKERS = tuple(text for wording in WORDING.values() for text in wording.withdrawals)
 # Text split roughly as a tokenizer would (a Latin word with its space, a digit, any other
 # character: a kana or a kanji), for noticing repetition when the engine does not report it.
 APPROXIMATE_TOKEN_RE = re.compile(r"\s*[A-Za-z\u00c0-\u024f]+|\s*\d|\s*\S|\s+")

@@ -61,10 +61,7 @@ def streamed_is_final(events: list[ReplyEvent], final: str) -> bool:
     blank line, the final text that leaves them out (a number not on the site:
     engine/answering/numbers.py)."""
     streamed = token_text(events)
-    withdrawn = any(
-        final.startswith((w.withdrawn, w.withdrawn_option, w.withdrawn_name, w.withdrawn_term))
-        for w in WORDING.values()
-    )
+    withdrawn = any(final.startswith(w.withdrawals) for w in WORDING.values())
     return streamed == final or (withdrawn and streamed.endswith("\n\n" + final))
 
 

@@ -42,13 +42,7 @@ def closing(
     words = WORDING[plan.language]
     parts: list[str] = []
     if withdrawn:
-        withdrawals = {
-            "number": words.withdrawn,
-            "option": words.withdrawn_option,
-            "name": words.withdrawn_name,
-            "term": words.withdrawn_term,
-        }
-        parts.append(withdrawals[withdrawn])
+        parts.append(words.withdrawal(withdrawn))
     elif finish_reason == "repetition":
         parts.append(words.cut_repetition)
     elif finish_reason == "length":

@@ -78,7 +78,7 @@ DEFAULT_STATED_RE = re.compile(
 # entry's description answers it, whatever sentence is nearest in meaning.
 ASKS_WHAT_IT_IS_RE = re.compile(r"何をします|何をする|とは(?:何|なん)|って何")
 ASKS_WHAT_IT_DOES_RE = re.compile(  # ... and in English: "What does cargo yank do?"
-    rf"\bwhat (?:does|do) .+ do\b|\bwhat is .+ (?:for|used for)\?|{ASKS_WHAT_IT_IS_RE.pattern}",
+    rf"\bwhat (?:does|do) .+ do\b|\bwhat is .+ for\?|{ASKS_WHAT_IT_IS_RE.pattern}",
     re.I,
 )
 # A sentence that names its subject by pointing back ("calling this function is the best

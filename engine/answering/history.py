@@ -88,8 +88,7 @@ def _engine_parts() -> tuple[re.Pattern[str], tuple[tuple[str, str], ...]]:
     for words in WORDING.values():
         before, after = words.evidence.split("{quote}")
         quotes.append((before, after))
-        starts += [before, words.cut_repetition, words.withdrawn, words.withdrawn_option]
-        starts += [words.withdrawn_name, words.withdrawn_term]
+        starts += [before, words.cut_repetition, *words.withdrawals]
         starts += [words.nearest, words.no_articles, words.cut_length.split("{", 1)[0]]
     return re.compile(r"(?:\A|\n\n)(?:" + "|".join(map(re.escape, starts)) + ")"), tuple(quotes)
 

@@ -49,6 +49,7 @@ from typing import Literal
 
 from broker.protocol import Request
 from config.settings import Settings
+from config.text_helpers import SENTENCE_ENDS, split_sentences
 from engine.answering.evidence import (
     ASKS_WHAT_IT_DOES_RE,
     Evidence,
@@ -95,7 +96,6 @@ NAME_START_RE = re.compile(r"-*[A-Za-z_]")  # what an entry's name begins with
 COMMAND_PAGES = 3  # pages titled "npm-…": the site documents npm's commands one per page
 DESCRIPTION_WITHIN = 4  # a command's page says what it does in one of its first sections
 SEE_PAGE_RE = re.compile(r"(?:[^\u2014]+ \u2014 )?See (?!also\b)(?:the )?(.+?)\.?")  # a pointer
-SENTENCE_STOP_RE = re.compile(r"[.!?\u3002](?:\s|$)")
 
 # What the engine does with a question: the model writes (from the site's passages, or, with
 # no articles yet, as a general assistant), or the engine answers alone.
@@ -163,14 +163,15 @@ class AnswerPlanner:
         passages = self._on_site(asked, found, searched, self._entries_named(asked, found))  # 4
         if not passages:
             return _not_on_site(language, found)
-        passages = self._with_opening(asked, passages)  # "http.server を本番環境で…"
+        described = self._description(asked, passages)  # "What does cargo build do?"
+        passages = self._with_opening(asked, passages, described)  # "http.server を本番環境で…"
         across = language != language_of(passages[0].text)  # its words cannot choose the quote
         nearness = self._nearness if across else None
         evidence = find_evidence(asked, passages, nearness=nearness)  # 5
         if evidence is None and searched != asked:  # "For how long can I keep them?": the books
             evidence = find_evidence(searched, passages, nearness=nearness)
         evidence = evidence or opening(passages[0])
-        if (described := self._description(asked, passages)) and _only_names(asked, described):
+        if described is not None and _only_names(asked, described):
             evidence = opening(described)  # "What does cargo build do?": not its synopsis
         if referred := self._referred_page(evidence.quote):  # "See Cargo.toml vs Cargo.lock."
             passages = referred
@@ -224,17 +225,19 @@ class AnswerPlanner:
                     entries.append(passage)
         return entries[:PASSAGES_USED]
 
-    def _with_opening(self, asked: str, passages: list[Passage]) -> list[Passage]:
+    def _with_opening(
+        self, asked: str, passages: list[Passage], described: Passage | None
+    ) -> list[Passage]:
         """``passages`` after their article's opening when the question names what the article
         is about, as its title gives it ("http.server — HTTP servers"): a module's page says
         what matters most of it first ("http.server is not recommended for production"); or
-        after a command's description, when asked what the command does (``_description``)."""
+        after ``described``, a command's description, when asked what the command does."""
         title = passages[0].title
         if " \u2014 " in title:
             subject = title.split(" \u2014 ", 1)[0].strip().lower()
             opening = self.kb.opening(passages[0].url) if _names(asked, subject) else None
         else:
-            opening = self._description(asked, passages)
+            opening = described
         if opening is None or any(p.text == opening.text for p in passages):
             return passages
         return [opening, *passages][:PASSAGES_USED]
@@ -302,7 +305,7 @@ def _only_names(asked: str, page: Passage) -> bool:
 def _says(passage: Passage) -> bool:
     """Whether ``passage`` holds a sentence, not only names and lines ("cargo-yank — Remove a
     pushed crate from the index", "cargo yank [options] crate@version")."""
-    return SENTENCE_STOP_RE.search(passage.text) is not None
+    return any(s.endswith(tuple(SENTENCE_ENDS)) for s in split_sentences(passage.text))
 
 
 def _names(question: str, subject: str) -> bool:

@@ -19,6 +19,7 @@ from engine.answering.smalltalk import SmallTalk
 Language = Locale
 # why the model's words were left out ("": kept)
 Withdrawn = Literal["", "number", "option", "name", "term"]
+WITHDRAWN_WHY: tuple[Withdrawn, ...] = ("number", "option", "name", "term")
 # Kana, or kanji: a question holding either is read as Japanese (Chinese reads Japanese too).
 JAPANESE_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
 
@@ -43,6 +44,15 @@ class Wording:
 
     def small_talk(self, said: SmallTalk) -> str:
         return {"greeting": self.greeting, "thanks": self.thanks, "goodbye": self.goodbye}[said]
+
+    def withdrawal(self, why: Withdrawn) -> str:
+        """The sentence that stands for the model's words left out ``why`` ("" when kept)."""
+        return dict(zip(WITHDRAWN_WHY, self.withdrawals, strict=True)).get(why, "")
+
+    @property
+    def withdrawals(self) -> tuple[str, ...]:
+        """Every such sentence, in the order of ``WITHDRAWN_WHY``."""
+        return (self.withdrawn, self.withdrawn_option, self.withdrawn_name, self.withdrawn_term)
 
 
 def wording(language: Language) -> Wording:
