@@ -282,6 +282,35 @@ def acronyms(question: str) -> list[str]:
     return list(dict.fromkeys(name.lower() for name in found if not name.isdigit()))
 
 
+# A common word the question capitalises inside a sentence, on its own, is a name: "a Go module",
+# "on Windows", "an npm Pro account", "to Osaka". Not after "the" ("the Museum", as people
+# write a place they mean), nor beside another capitalised word ("Bicycle Rental", "Nishi
+# Island"), nor in a question that capitalises most of its words.
+CAPITALISED_WORD_RE = re.compile(r"[A-Za-z](?:[A-Za-z'.]*[A-Za-z])?|[.!?:;]")  # "Cargo.toml": one
+
+
+def lone_capitalised(question: str) -> list[str]:
+    """The common English words ``question`` capitalises as a name of their own, lowercase:
+    a language, a product, a place, which a site either names or does not ("How do I add a Go
+    module as a dependency?": "go" is on every page, the language Go on none)."""
+    tokens = CAPITALISED_WORD_RE.findall(question)
+    words = [token for token in tokens[1:] if token[0].isalpha() and token != "I"]
+    if sum(word[0].isupper() for word in words) * 2 > len(words):
+        return []  # "How Do I Add A Dependency?": capitals of style, not names
+    found = []
+    for at, token in enumerate(tokens):
+        before = tokens[at - 1] if at else "."
+        after = tokens[at + 1] if at + 1 < len(tokens) else "."
+        word = token.removesuffix("'s")
+        if not word.istitle() or word == "I" or not before[0].isalpha():
+            continue  # lowercase, in capitals ("XML": ``acronyms``), a sentence's first word
+        if before.lower() == "the" or before[0].isupper() or after[0].isupper():
+            continue
+        if is_common_word(word.lower()):
+            found.append(word.lower())
+    return list(dict.fromkeys(found))
+
+
 # A tool's command, written as one runs it ("with npm deploy", "run `git frob`"): after a verb
 # or a preposition that takes a command, or a backtick. Not "How does npm handle...": npm is
 # the subject there. A reference that documents each command on a page of its own ("npm-ci",

@@ -18,7 +18,8 @@ the site decides what the model may say, and most decisions are taken before it 
    sentence says so in its language; no model, no source (costs nothing, invents nothing).
    The names and terms the question gives are looked up on the whole site first: one the
    site never mentions ("itertools.batched()", "CUDA", a command of a tool whose commands
-   have a page each: "with npm deploy") refuses it; one it mentions elsewhere ("YAML") must
+   have a page each: "with npm deploy", a common word it never capitalises as a name: "a Go
+   module") refuses it; one it mentions elsewhere ("YAML") must
    be in the answering article.
 5. **The quote** that backs the answer (``evidence.py``): the section's sentence that best
    meets the question, shown with its link after the answer, so a reader can check it; of
@@ -76,6 +77,7 @@ from engine.answering.needs import (
     command_titles,
     commands,
     entry_names,
+    lone_capitalised,
     met,
     named_terms,
     question_needs,
@@ -198,6 +200,8 @@ class AnswerPlanner:
         unknown = sorted(set(names) - self.kb.mentions(names, whole=True))
         unknown += sorted(set(acronyms(asked)) - self.kb.mentions(acronyms(asked)))  # "CUDA"
         unknown += self._unknown_commands(asked)  # "npm deploy"
+        named = lone_capitalised(asked)  # "a Go module", where "go" is only a verb
+        unknown += sorted(set(named) - self.kb.capitalises(named))
         site_terms = self.kb.mentions(named_terms(question_needs(searched)))  # "YAML" on it
         return on_site_passages(
             asked,

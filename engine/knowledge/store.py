@@ -22,7 +22,7 @@ from pathlib import Path
 from config.texts import t
 from engine.knowledge.embedding import Embedder, shared_embedder
 from engine.knowledge.models import KbStats, Passage
-from engine.knowledge.query import Query, parse_query
+from engine.knowledge.query import Query, latin_terms, parse_query
 from engine.knowledge.schema import (
     BODY_WEIGHT,
     HEADING_WEIGHT,
@@ -52,9 +52,11 @@ SELECT {COLUMNS}, 0.0 FROM (
     SELECT {COLUMNS}, {{hits}} AS hits FROM passages
 ) WHERE hits > 0 ORDER BY hits DESC LIMIT ?
 """
+SHORT_NAME_CHARS = 3  # "Go" is a name of its own, not the start of "Google"
 HIT_SQL = "(instr(lower(title || ' ' || heading || ' ' || body), ?) > 0)"
 MENTION_SQL = f"SELECT 1 FROM passages WHERE {HIT_SQL} LIMIT 1"
 COMMAND_PAGES_SQL = "SELECT count(DISTINCT url) FROM passages WHERE lower(title) LIKE ?"
+CASED_TEXTS_SQL = f"SELECT title || '\n' || heading || '\n' || body FROM passages WHERE {HIT_SQL}"
 MENTION_TEXTS_SQL = f"""
 SELECT lower(title || ' ' || heading || ' ' || body) FROM passages WHERE {HIT_SQL}
 """
@@ -110,6 +112,17 @@ class KnowledgeBase:
             if not whole:
                 return {name for name in names if conn.execute(MENTION_SQL, (name,)).fetchone()}
             return {name for name in names if _names_whole(conn, name)}
+
+    def capitalises(self, words: list[str]) -> set[str]:
+        """Which of ``words`` (lowercase) some passage writes capitalised other than as a
+        sentence's first word, as a name: "Go" is no name on a page that says "go" and
+        "Go to the next step." alone; "Monday" and "Python" are."""
+        if not words or not self.path.exists():
+            return set()
+        with closing(open_readonly(self.path)) as conn:
+            if not has_current_schema(conn):
+                return set()
+            return {word for word in words if _capitalises(conn, word)}
 
     def command_pages(self, tool: str) -> int:
         """How many pages are titled as one of ``tool``'s commands ("npm-install", "npm-ci"):
@@ -243,4 +256,14 @@ def _names_whole(conn: sqlite3.Connection, name: str) -> bool:
         before = r"(?<![\w.])" if "." in name else r"(?<!\w)"
     pattern = re.compile(rf"{before}{re.escape(name)}(?!\w)")
     texts = conn.execute(MENTION_TEXTS_SQL, (name,))
+    return any(pattern.search(text) for (text,) in texts)
+
+
+def _capitalises(conn: sqlite3.Connection, word: str) -> bool:
+    """Whether a passage writes ``word`` (lowercase; its endings too: "Mondays" of
+    "monday") capitalised after a word of its sentence."""
+    stem = next(iter(latin_terms(word)), word)
+    ending = r"(?!\w)" if len(stem) <= SHORT_NAME_CHARS else r"\w*"
+    pattern = re.compile(rf"(?<=[^\s.!?:] ){re.escape(stem.capitalize())}{ending}")
+    texts = conn.execute(CASED_TEXTS_SQL, (stem,))
     return any(pattern.search(text) for (text,) in texts)
