@@ -12,7 +12,7 @@ import pytest
 from broker.protocol import HistoryTurn, make_request
 from config.settings import Settings
 from engine.answering.history import leans_on_earlier
-from engine.answering.pipeline import AnswerPlanner
+from engine.answering.pipeline import AnswerPlanner, Plan
 from engine.knowledge.scrape.builder import build_kb
 from engine.knowledge.scrape.extract import extract_article
 from tests.grounded_fixture import BASE as SITE_BASE
@@ -126,3 +126,33 @@ def test_a_follow_up_whose_words_meet_no_sentence_is_quoted_by_the_conversations
 
     assert plan.sources == (f"{SITE_BASE}/library-card.html",)
     assert plan.evidence is not None and "three weeks" in plan.evidence.quote
+
+
+def test_a_new_topic_is_answered_without_the_conversation_a_follow_up_with_it(
+    settings: Settings,
+) -> None:
+    """Seen in ``concierge chat`` on the Cargo Book: the model gave the invented ``git clone``
+    recipe of the answer before to the next, unrelated question. A new question's model reads
+    no turn; what a follow-up will begin with (the read-ahead's ``lead``) still holds them."""
+    build_kb(settings.kb_path, settings.kb_path, site_articles(), [], datetime.now(UTC))
+    planner = AnswerPlanner(settings, lambda messages: 0)
+    history = (
+        HistoryTurn(role="user", text="How many books can I borrow with a library card?"),
+        HistoryTurn(role="assistant", text="Run git clone https://library.example to borrow."),
+    )
+
+    def plan_after(question: str) -> Plan:
+        request = make_request(reply_to="b", user_id="u", question=question, ttl_s=9)
+        return planner.plan(request.model_copy(update={"history": history}))
+
+    new_topic = plan_after("When does the museum open?")
+    follow_up = plan_after("For how long can I keep them?")
+
+    assert new_topic.step == follow_up.step == "model"
+    assert [turn.role for turn in new_topic.messages] == ["system", "user"]
+    assert "git clone" not in "".join(turn.content for turn in new_topic.messages)
+    assert new_topic.history.used == 0
+    assert [turn.role for turn in follow_up.messages] == ["system", "user", "assistant", "user"]
+    assert follow_up.history.used == 2
+    # a follow-up of either begins with the system text and the whole conversation
+    assert new_topic.lead == follow_up.lead == follow_up.messages[:-1]

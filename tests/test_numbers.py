@@ -141,7 +141,8 @@ async def test_a_number_only_the_models_earlier_answer_gave_is_not_backed(
         says = Says(backend, [f"The answer is: {said} "])
         engine = await start_engine(settings, says)  # type: ignore[arg-type]
         async with ConciergeClient(settings, "test") as client:
-            asked = Ask("How much is the museum for adults?", "u1", history=history)
+            # a follow-up: a new question's model reads no turn (pipeline.py, step 7)
+            asked = Ask("And how much is the museum for adults?", "u1", history=history)
             events = await collect(await client.ask(asked), timeout_s=120)
         await engine.stop()
         assert isinstance(events[-1], Done)

@@ -34,7 +34,9 @@ the site decides what the model may say, and most decisions are taken before it 
    (``CONCIERGE_MODEL_LANGUAGES``) and, for a yes/no question, when it can
    (``CONCIERGE_MODEL_ANSWERS_YES_NO``, ``yes_no.py``); otherwise the quote alone.
 7. **The prompt** (``prompt.py``): system text, the conversation, the passages and the quote,
-   the question.
+   the question. A new question in a conversation (not a follow-up, step 2) is answered as
+   if asked first, without the turns: the model copies what it reads, an earlier answer's
+   invented recipe too.
 
 After the model, ``closing.py`` adds why it was cut (if it was), the quote and the sources;
 when its words give a number or a command-line option nothing it read gives (``numbers.py``,
@@ -116,6 +118,9 @@ class Plan:
     messages: list[ChatMessage] = field(default_factory=list)  # what the model reads
     history: FittedHistory = NO_HISTORY  # the conversation's turns given to the model
     named: str = ""  # the name the quote gives to "which flag…": the model's words must say it
+    # what a follow-up's prompt will begin with: the system text and the conversation's turns
+    # (the read-ahead, engine/jobs/next_turn.py), whether or not the model read them this time
+    lead: list[ChatMessage] = field(default_factory=list)
 
     @property
     def asks_model(self) -> bool:
@@ -161,7 +166,7 @@ class AnswerPlanner:
         if not found and self.kb.is_empty():  # 3
             messages, fitted = self.prompts.build(question, history)
             return Plan("no_articles", language, note=words.no_articles, messages=messages,
-                        history=fitted)  # fmt: skip
+                        history=fitted, lead=messages[:-1])  # fmt: skip
         passages = self._on_site(asked, found, searched, self._entries_named(asked, found))  # 4
         if not passages:
             return _not_on_site(language, found)
@@ -186,9 +191,27 @@ class AnswerPlanner:
             passages = [passages[rank] for rank in sorted(named)]  # "os.endianness() returns…"
         if not self._model_writes(question, language):  # 6
             return Plan("quote_only", language, tuple(passages), evidence)
-        messages, fitted = self.prompts.build(question, history, passages, evidence.quote)  # 7
+        messages, fitted, lead = self._prompt(question, history, follow_up, passages, evidence)
         return Plan("model", language, tuple(passages), evidence, messages=messages,
-                    history=fitted, named=quoted_name(asked, evidence.quote))  # fmt: skip
+                    history=fitted, named=quoted_name(asked, evidence.quote),
+                    lead=lead)  # fmt: skip
+
+    def _prompt(
+        self,
+        question: str,
+        history: list[ChatMessage],
+        follow_up: bool,
+        passages: Sequence[Passage],
+        evidence: Evidence,
+    ) -> tuple[list[ChatMessage], FittedHistory, list[ChatMessage]]:
+        """Step 7: the model's messages, the turns they hold, and the conversation a follow-up
+        will begin with. A new question is answered as if asked first: SmolLM2 copies what it
+        reads, and gave an earlier answer's invented recipe again to the next question."""
+        read = history if follow_up else []
+        messages, fitted = self.prompts.build(question, read, passages, evidence.quote)
+        if history and not follow_up:
+            return messages, fitted, self.prompts.lead(question, history, passages, evidence.quote)
+        return messages, fitted, messages[:-1]
 
     def _on_site(
         self, asked: str, found: list[Passage], searched: str, looked_up: list[Passage]

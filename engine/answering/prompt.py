@@ -81,6 +81,13 @@ class PromptBuilder:
         )
         return messages, fitted
 
+    def lead(
+        self, question: str, history: list[ChatMessage], passages: Sequence[Passage], quote: str
+    ) -> list[ChatMessage]:
+        """The system text and the turns of ``history`` that a prompt with them would hold:
+        what a follow-up's prompt begins with, though this question's may hold none."""
+        return self.build(question, history, passages, quote)[0][:-1]
+
     def _fit(self, question: str, articles: str, history: list[ChatMessage]) -> FittedHistory:
         """The newest turns that leave the answer its room (CONCIERGE_MAX_TOKENS) in the
         model's context, counted in its tokens, the oldest dropped in blocks so the next

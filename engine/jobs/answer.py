@@ -135,7 +135,7 @@ class AnswerJob:
         )
         await replies.send(end)
         if isinstance(end, Done) and plan.asks_model:  # a follow-up may come: prepare it
-            self.next_turn.prepare(next_turn_prefix(plan.messages, request.question, end.text))
+            self.next_turn.prepare(next_turn_prefix(plan.lead, request.question, end.text))
 
     async def _generate(
         self,

@@ -10,7 +10,9 @@ and the answer as the bot sends them back: ``broker.answer_text``) and saves the
 it: the follow-up reads only its articles and its question. A request that arrives meanwhile
 stops it at once (``Warms.warm`` is interruptible), so it never delays anyone; a follow-up
 that differs from the guess (another bot's way of sending turns back) still gains the part
-that matches.
+that matches. A new question in a conversation is answered without its turns
+(engine/answering/pipeline.py, step 7), yet its follow-up will read them all: the beginning
+read ahead is the conversation's (``Plan.lead``), not that prompt's.
 """
 
 from __future__ import annotations
@@ -35,12 +37,13 @@ class Warms(Protocol):
 
 
 def next_turn_prefix(
-    messages: Sequence[ChatMessage], question: str, done_text: str
+    lead: Sequence[ChatMessage], question: str, done_text: str
 ) -> list[ChatMessage]:
-    """The beginning of a follow-up's prompt: this answer's ``messages`` without the last
-    (the question after its articles), then the question and the answer as turns."""
+    """The beginning of a follow-up's prompt: the system text and the conversation before
+    this answer (``Plan.lead``; its prompt had the question after its articles, or read no
+    turns at all if it was a new topic), then the question and the answer as turns."""
     answer = model_words(without_sources(done_text))  # as ``as_messages`` will read it
-    return [*messages[:-1], ChatMessage("user", question), ChatMessage("assistant", answer)]
+    return [*lead, ChatMessage("user", question), ChatMessage("assistant", answer)]
 
 
 class NextTurn:
