@@ -46,7 +46,7 @@ DROPPED_TAGS = frozenset(
 # Class or id words of chrome that themes put inside the main container too (whole words:
 # Sphinx's "toc-backref" is a heading's own link, not a table of contents).
 DROPPED_NAMES = re.compile(
-    r"headerlink|_?toc|_?table[-_]?of[-_]?contents|sphinxsidebar|related|breadcrumbs?|edit-?this-?page|"
+    r"headerlink|(?:[a-z]+_)?toc(?:_[a-z]+)?|_?table[-_]?of[-_]?contents|sphinxsidebar|related|breadcrumbs?|edit-?this-?page|"
     r"navigation|navbar|sidebar|version-?(?:badge|switcher|banner|warning)|skip-?link|"
     r"prev-?next|pagination|feedback|copy-?button|sr-only|visually-hidden|footer|srclink",
     re.IGNORECASE,
@@ -72,6 +72,7 @@ PERMALINK_MARKS = "¶#🔗§"  # the characters themes append to a heading as it
 MIN_MAIN_CHARS = 20  # less is a stub: the general extractor reads the page instead
 ENTRY_NAME_CHARS = 80  # an entry with no parameters named by a long phrase: its start
 SPACES_RE = re.compile(r"\s+")
+SECTION_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)*\.\s+")  # "2.1. " of "2.1. Checkpointing"
 OPTION_RE = re.compile(r"--?[A-Za-z][\w-]*")  # a command-line option, as an entry's name
 
 
@@ -112,7 +113,9 @@ def page_sections(html: bytes, root: _Element | None = None) -> Page | None:
     if sum(len(section.text) for section in sections) < MIN_MAIN_CHARS:
         return None
     title = sections[0].path[0] if sections[0].path else _document_title(root)
-    if not sections[0].path:  # text before the first heading: under the page's title
+    if not sections[0].path and _spaced(sections[0].text).strip() == title and sections[1:]:
+        sections = sections[1:]  # the theme's banner of the page's title: no text of its own
+    elif not sections[0].path:  # text before the first heading: under the page's title
         sections[0] = Section((title,), None, sections[0].text)
     return Page(title, tuple(sections), canonical_of(root))
 
@@ -128,6 +131,21 @@ def _main_container(root: _Element) -> _Element | None:
         found = root.xpath(xpath)
         if found:
             return max(found, key=lambda element: len(element.text_content()))
+    return _headings_holder(root)
+
+
+def _headings_holder(root: _Element) -> _Element | None:
+    """The smallest element that holds all the page's headings (two or more), unless it is
+    the whole body: the content of a theme that marks none (SQLite's pages: a plain ``<div>``
+    after the site's banner and menu). Read by trafilatura as one article, a 40 KB page was
+    passages without headings, and its answers were quoted from the wrong section."""
+    headings = list(root.iter(*HEADING_TAGS))
+    if len(headings) < 2:
+        return None
+    holders = [set(heading.iterancestors()) for heading in headings[1:]]
+    for holder in headings[0].iterancestors():
+        if all(holder in ancestors for ancestors in holders):
+            return None if holder.tag in ("body", "html") else holder
     return None
 
 
@@ -213,6 +231,7 @@ class _Splitter:
         self.heading_anchor: str | None = None
         self.lines: list[str] = []
         self.line: list[str] = []
+        self.headings_seen = 0
 
     def split(self, main: _Element) -> list[Section]:
         self._walk(main)
@@ -251,15 +270,18 @@ class _Splitter:
             self.anchor = self.entries[-1][2] if self.entries else self.heading_anchor
 
     def _heading(self, element: _Element, level: int) -> None:
-        text = heading_text(element)
+        text = SECTION_NUMBER_RE.sub("", heading_text(element))  # "2.1. Checkpointing"
         if not text:
             return
         self._close_section()
         self.path = [(lvl, words) for lvl, words in self.path if lvl < level] + [(level, text)]
         self.entries = []
         # The page's own title needs no anchor: its link is the page's ("#----npm-get----11191",
-        # npm's id for "npm-get @11.19.1", pointed nowhere a reader needs).
-        self.anchor = self.heading_anchor = _anchor_of(element) if level > 1 else None
+        # npm's id for "npm-get @11.19.1", pointed nowhere a reader needs). A page whose
+        # sections are all <h1> (SQLite's) has its title elsewhere: the later ones are sections.
+        titled = level > 1 or self.headings_seen > 0
+        self.anchor = self.heading_anchor = _anchor_of(element) if titled else None
+        self.headings_seen += 1
 
     def _entry(self, term: _Element) -> None:
         """An API entry, a glossary term or an option (``<dt id=...>``, or DocBook's ``<dt><a
