@@ -1,0 +1,60 @@
+"""Answers on real pages of SQLite's documentation (eval/sqlitedocs), the sixth real site, held
+out until its first eval run: pages read from what holds their headings (no <main>), a
+search by words and by meaning fused."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from broker.protocol import make_request
+from config.settings import Settings
+from engine.answering.pipeline import PASSAGES_SEARCHED, AnswerPlanner, Plan
+from engine.knowledge.scrape.builder import build_kb
+from engine.knowledge.scrape.extract import extract_article
+
+SITE = Path(__file__).resolve().parent.parent / "eval" / "sqlitedocs" / "site"
+BASE = "http://docs.example"
+PAGES = (
+    "stricttables.html",
+    "withoutrowid.html",
+    "gencol.html",
+    "quirks.html",
+    "lang_createtable.html",
+    "lang_createtrigger.html",
+    "lang_insert.html",
+    "lang_explain.html",
+)
+
+
+@pytest.fixture(scope="module")
+def planner(tmp_path_factory: pytest.TempPathFactory) -> AnswerPlanner:
+    kb_path = tmp_path_factory.mktemp("sqlite") / "kb.sqlite3"
+    articles = []
+    for path in PAGES:
+        url = f"{BASE}/{path}"
+        articles.append(extract_article((SITE / path).read_bytes(), url).article(url))
+    build_kb(kb_path, kb_path, articles, [], datetime.now(UTC))
+    return AnswerPlanner(Settings(kb_path=kb_path), lambda messages: 0)
+
+
+def plan_for(planner: AnswerPlanner, question: str) -> Plan:
+    return planner.plan(make_request(reply_to="b", user_id="u", question=question, ttl_s=9))
+
+
+def test_the_passage_the_words_rank_first_is_searched_whatever_its_meaning(
+    planner: AnswerPlanner,
+) -> None:
+    """The words' best passage (every word of the question, "STRICT" on its page alone) came
+    ninth once fused with the search by meaning, which put WITHOUT ROWID's syntax first
+    ("add the keywords … to the end of the CREATE TABLE statement"), and the answer was
+    WITHOUT ROWID's."""
+    question = "What does the STRICT keyword at the end of a CREATE TABLE statement do?"
+    found = planner.kb.search(question, PASSAGES_SEARCHED)
+
+    assert f"{BASE}/stricttables.html" in {passage.url for passage in found}
+    plan = plan_for(planner, question)
+    assert plan.sources[0] == f"{BASE}/stricttables.html"
+    assert plan.evidence is not None and "STRICT keyword" in plan.evidence.quote
