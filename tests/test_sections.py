@@ -157,10 +157,47 @@ def test_a_page_whose_theme_marks_no_content_is_read_from_what_holds_its_heading
     assert "PRAGMA journal_mode=WAL;" in activating.text
 
 
-def test_a_page_whose_headings_only_the_body_holds_keeps_the_general_extractor() -> None:
-    """SQLite's pragma page: its headings sit beside the banner and menu in <body>, so no
-    element holds the content alone."""
-    assert page_sections((SQLITE / "pragma.html").read_bytes()) is None
+def test_a_page_whose_body_holds_its_headings_is_read_from_its_first_heading_on() -> None:
+    """SQLite's FAQ: the banner and menu, then the questions straight in <body>, each a bold
+    paragraph after a named anchor (``<a name="q1"></a><p><b>(1) How do I…``), with one
+    heading above them all."""
+    found = extract_article((SQLITE / "faq.html").read_bytes(), "http://docs.example/faq.html")
+
+    assert not [mark for mark in SQLITE_CHROME if mark in found.text]
+    by_anchor = {section.anchor: section for section in found.sections}
+    first = by_anchor["q1"]
+    assert first.heading == (
+        "Frequently Asked Questions \u203a (1) How do I create an AUTOINCREMENT field?"
+    )
+    assert first.text.startswith("Short answer: A column declared INTEGER PRIMARY KEY")
+    assert "(2) What datatypes" not in first.text  # the next question is a section of its own
+
+
+def test_labelled_list_items_and_anchored_terms_are_sections_of_their_own() -> None:
+    """SQLite's limits (``<a name="max_column"></a><li><p><b>Maximum Number Of Columns``) and
+    functions (``<a name="abs"></a><dt>abs(X)</dt>``): one section each, not one page of
+    them cut by length, where "2000" sat under another limit's words."""
+    limits = page_sections((SQLITE / "limits.html").read_bytes())
+    functions = page_sections((SQLITE / "lang_corefunc.html").read_bytes())
+
+    assert limits is not None and functions is not None
+    columns = {section.anchor: section for section in limits.sections}["max_column"]
+    assert columns.path == ("Limits In SQLite", "Maximum Number Of Columns")
+    assert "The default setting for SQLITE_MAX_COLUMN is 2000." in columns.text
+    rowid = {section.anchor: section for section in functions.sections}["last_insert_rowid"]
+    assert rowid.path[-1] == "last_insert_rowid()"
+    assert rowid.text.startswith("last_insert_rowid()\nThe last_insert_rowid() function")
+
+
+def test_bold_words_without_an_anchor_are_emphasis_not_a_label() -> None:
+    html = (
+        b"<html><body><div><h1>Guide</h1><p>Intro words here.</p><p><b>Note well</b></p>"
+        b"<p>More words.</p><h2>Next</h2><p>Other words.</p></div></body></html>"
+    )
+    found = page_sections(html)
+
+    assert found is not None
+    assert [section.path for section in found.sections] == [("Guide",), ("Guide", "Next")]
 
 
 def article(url: str, *lines: str) -> Article:

@@ -72,7 +72,10 @@ PERMALINK_MARKS = "¶#🔗§"  # the characters themes append to a heading as it
 MIN_MAIN_CHARS = 20  # less is a stub: the general extractor reads the page instead
 ENTRY_NAME_CHARS = 80  # an entry with no parameters named by a long phrase: its start
 SPACES_RE = re.compile(r"\s+")
-SECTION_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)*\.\s+")  # "2.1. " of "2.1. Checkpointing"
+LABEL_LEVEL = 7  # a labelled block sits under every heading above it
+LABEL_MAX_CHARS = 150  # longer bold words are a paragraph in bold, not a label
+# "2.1. " of "2.1. Checkpointing", "1.0 " of "1.0 File Locking": not "2024 " of a heading
+SECTION_NUMBER_RE = re.compile(r"^(?:\d+(?:\.\d+)*\.|\d+(?:\.\d+)+)\s+")
 OPTION_RE = re.compile(r"--?[A-Za-z][\w-]*")  # a command-line option, as an entry's name
 
 
@@ -110,6 +113,9 @@ def page_sections(html: bytes, root: _Element | None = None) -> Page | None:
     _drop_chrome(main)
     _history_as_added_in(main)
     sections = _Splitter().split(main)
+    if main.tag == "body" and not sections[0].path and sections[1:]:
+        # the body holds the site's banner and menu before the first heading, as well
+        sections = sections[1:]
     if sum(len(section.text) for section in sections) < MIN_MAIN_CHARS:
         return None
     title = sections[0].path[0] if sections[0].path else _document_title(root)
@@ -135,17 +141,18 @@ def _main_container(root: _Element) -> _Element | None:
 
 
 def _headings_holder(root: _Element) -> _Element | None:
-    """The smallest element that holds all the page's headings (two or more), unless it is
-    the whole body: the content of a theme that marks none (SQLite's pages: a plain ``<div>``
-    after the site's banner and menu). Read by trafilatura as one article, a 40 KB page was
-    passages without headings, and its answers were quoted from the wrong section."""
+    """The smallest element that holds all the page's headings and labels (two or more):
+    the content of a theme that marks none (SQLite's pages: a plain ``<div>`` after the
+    site's banner and menu, or the body itself). Read by trafilatura as one article, a 40 KB
+    page was passages without headings, and its answers were quoted from the wrong section."""
     headings = list(root.iter(*HEADING_TAGS))
+    headings += [p for p in root.iter("p") if _label_of(p) is not None]
     if len(headings) < 2:
         return None
     holders = [set(heading.iterancestors()) for heading in headings[1:]]
     for holder in headings[0].iterancestors():
         if all(holder in ancestors for ancestors in holders):
-            return None if holder.tag in ("body", "html") else holder
+            return None if holder.tag == "html" else holder
     return None
 
 
@@ -244,6 +251,8 @@ class _Splitter:
             self._heading(element, HEADING_TAGS[tag])
         elif tag == "dt" and _entry_id(element):
             self._entry(element)
+        elif tag == "p" and (label := _label_of(element)) is not None:
+            self._label(*label)
         elif tag == "pre":
             self._break()
             self.lines.extend(line.rstrip() for line in element.text_content().splitlines())
@@ -282,6 +291,15 @@ class _Splitter:
         titled = level > 1 or self.headings_seen > 0
         self.anchor = self.heading_anchor = _anchor_of(element) if titled else None
         self.headings_seen += 1
+
+    def _label(self, text: str, anchor: str) -> None:
+        """A labelled block (``_label_of``): a section of its own under the headings above,
+        until the next label or heading."""
+        self._close_section()
+        self.path = [(lvl, words) for lvl, words in self.path if lvl < LABEL_LEVEL]
+        self.path.append((LABEL_LEVEL, text))
+        self.entries = []
+        self.anchor = self.heading_anchor = anchor
 
     def _entry(self, term: _Element) -> None:
         """An API entry, a glossary term or an option (``<dt id=...>``, or DocBook's ``<dt><a
@@ -335,7 +353,46 @@ def _entry_id(term: _Element) -> str:
     first = next(iter(term), None)
     if first is not None and first.tag == "a" and first.get("href") is None:
         return str(first.get("id") or first.get("name") or "")
-    return ""
+    return _anchor_before(term) or ""  # SQLite's: <a name="abs"></a><dt>abs(X)</dt>
+
+
+def _anchor_before(element: _Element) -> str | None:
+    """The name of the empty anchor (``<a name=…></a>``, linking nowhere) right before
+    ``element``: where older hand-written pages put a block's link target."""
+    before = element.getprevious()
+    if (
+        before is None
+        or before.tag != "a"
+        or before.get("href") is not None
+        or before.text_content().strip()
+        or (before.tail or "").strip()
+    ):
+        return None
+    name = before.get("name") or before.get("id")
+    return str(name) if name else None
+
+
+def _label_of(paragraph: _Element) -> tuple[str, str] | None:
+    """(text, anchor) of a paragraph of bold words alone after an empty named anchor, itself
+    or as the first thing of a list item: a block's label on hand-written pages ("(1) How do
+    I create an AUTOINCREMENT field?" in SQLite's FAQ, "Maximum Number Of Columns" in its
+    limits). Bold words without an anchor are emphasis, not a label."""
+    children = list(paragraph)
+    if (
+        len(children) != 1
+        or children[0].tag not in ("b", "strong")
+        or (paragraph.text or "").strip()
+        or (children[0].tail or "").strip()
+    ):
+        return None
+    text = heading_text(children[0])
+    if not text or len(text) > LABEL_MAX_CHARS:
+        return None
+    anchor = _anchor_before(paragraph)
+    item = paragraph.getparent()
+    if anchor is None and item is not None and item.tag == "li" and item[0] is paragraph:
+        anchor = _anchor_before(item)
+    return (text, anchor) if anchor else None
 
 
 def _entry_name(signature: str) -> str:
