@@ -11,6 +11,7 @@ import pytest
 
 from broker.protocol import make_request
 from config.settings import Settings
+from engine.answering.needs import capital_phrases
 from engine.answering.pipeline import PASSAGES_SEARCHED, AnswerPlanner, Plan
 from engine.knowledge.scrape.builder import build_kb
 from engine.knowledge.scrape.extract import extract_article
@@ -26,6 +27,7 @@ PAGES = (
     "lang_createtrigger.html",
     "lang_insert.html",
     "lang_explain.html",
+    "lang_altertable.html",
 )
 
 
@@ -58,3 +60,28 @@ def test_the_passage_the_words_rank_first_is_searched_whatever_its_meaning(
     plan = plan_for(planner, question)
     assert plan.sources[0] == f"{BASE}/stricttables.html"
     assert plan.evidence is not None and "STRICT keyword" in plan.evidence.quote
+
+
+@pytest.mark.parametrize(
+    ("question", "phrases"),
+    [
+        ("How do I create a stored procedure with CREATE PROCEDURE?", ["create procedure"]),
+        ("Is INTEGER PRIMARY KEY an alias for the rowid?", ["integer primary key"]),
+        ("How do I check CUDA GPU memory leaks?", []),  # acronyms, each a name of its own
+        ("HOW DO I CREATE TABLE FOO?", []),  # shouted
+        ("What does the STRICT keyword do?", []),  # one word: ``acronyms``
+    ],
+)
+def test_words_in_capitals_side_by_side_are_one_name(question: str, phrases: list[str]) -> None:
+    assert capital_phrases(question) == phrases
+
+
+def test_a_statement_the_site_never_writes_is_not_on_it(planner: AnswerPlanner) -> None:
+    """"procedure" is on ALTER TABLE's page ("the 12-step generalized ALTER TABLE
+    procedure"), CREATE on every page; CREATE PROCEDURE on none."""
+    refused = plan_for(planner, "How do I create a stored procedure with CREATE PROCEDURE?")
+    answered = plan_for(planner, "How do I create a trigger with CREATE TRIGGER?")
+
+    assert refused.step == "not_on_site"
+    assert answered.step == "model"
+    assert answered.sources[0] == f"{BASE}/lang_createtrigger.html"

@@ -311,6 +311,23 @@ def lone_capitalised(question: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+# Words in capitals side by side are one name: a statement or a constant ("CREATE PROCEDURE",
+# "INTEGER PRIMARY KEY"), which a site that documents it writes as it is. Acronyms side by
+# side ("CUDA GPU", "JSON API": no word of five letters) are names of their own (``acronyms``).
+CAPITALS_RUN_RE = re.compile(r"(?<![\w-])[A-Z][A-Z0-9_]+(?:[ ][A-Z][A-Z0-9_]+)+(?![\w-])")
+PHRASE_WORD_CHARS = 5
+
+
+def capital_phrases(question: str) -> list[str]:
+    """The runs of two or more words in capitals ``question`` gives, lowercase; none in a
+    question written all in capitals (shouted, not named)."""
+    if question.upper() == question:
+        return []
+    runs = (m.group() for m in CAPITALS_RUN_RE.finditer(question))
+    named = (run for run in runs if max(map(len, run.split())) >= PHRASE_WORD_CHARS)
+    return list(dict.fromkeys(run.lower() for run in named))
+
+
 # A tool's command, written as one runs it ("with npm deploy", "run `git frob`"): after a verb
 # or a preposition that takes a command, or a backtick. Not "How does npm handle...": npm is
 # the subject there. A reference that documents each command on a page of its own ("npm-ci",

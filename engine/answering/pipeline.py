@@ -19,8 +19,8 @@ the site decides what the model may say, and most decisions are taken before it 
    The names and terms the question gives are looked up on the whole site first: one the
    site never mentions ("itertools.batched()", "CUDA", a command of a tool whose commands
    have a page each: "with npm deploy", a common word it never capitalises as a name: "a Go
-   module") refuses it; one it mentions elsewhere ("YAML") must
-   be in the answering article.
+   module", words in capitals it never writes together: "CREATE PROCEDURE") refuses it; one
+   it mentions elsewhere ("YAML") must be in the answering article.
 5. **The quote** that backs the answer (``evidence.py``): the section's sentence that best
    meets the question, shown with its link after the answer, so a reader can check it; of
    sentences that meet it as well, for a question in another language than the pages, the
@@ -75,6 +75,7 @@ from engine.answering.history import (
 )
 from engine.answering.needs import (
     acronyms,
+    capital_phrases,
     code_names,
     command_titles,
     commands,
@@ -223,6 +224,8 @@ class AnswerPlanner:
         unknown = sorted(set(names) - self.kb.mentions(names, whole=True))
         unknown += sorted(set(acronyms(asked)) - self.kb.mentions(acronyms(asked)))  # "CUDA"
         unknown += self._unknown_commands(asked)  # "npm deploy"
+        phrases = capital_phrases(asked)  # "CREATE PROCEDURE", where "procedure" is a word
+        unknown += sorted(set(phrases) - self.kb.mentions(phrases))
         named = lone_capitalised(asked)  # "a Go module", where "go" is only a verb
         unknown += sorted(set(named) - self.kb.capitalises(named))
         site_terms = self.kb.mentions(named_terms(question_needs(searched)))  # "YAML" on it
