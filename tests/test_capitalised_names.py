@@ -37,22 +37,35 @@ PAGES = ("reference/specifying-dependencies.html", "guide/dependencies.html")
         ("Which handler writes XML character references?", []),  # an acronym's own rule
         ("Go modules are what?", []),  # a sentence's first word
         ("What is the default opt-level of the release profile?", []),
+        ("how do I yank a version - Any tips?", []),  # a mark begins a sentence (review)
+        ("I get an error\nWhat does it mean?", []),
+        ("`cargo build` Fails with an error", []),
+        ("ok Let's say I published a broken version", []),  # not "let"
     ],
 )
 def test_a_common_word_capitalised_on_its_own_is_a_name(question: str, names: list[str]) -> None:
-    assert lone_capitalised(question) == names
+    assert [name.word for name in lone_capitalised(question)] == names
+
+
+def test_a_capitalised_word_comes_with_the_phrase_the_question_writes_it_in() -> None:
+    assert [(n.word, n.phrases) for n in lone_capitalised("How do I build in Release mode?")] == [
+        ("release", ("release mode",))
+    ]
+    assert [n.phrases for n in lone_capitalised("Can I ship to Canada?")] == [()]
 
 
 def test_a_site_capitalises_a_word_only_where_it_is_no_sentences_first(tmp_path: Path) -> None:
     kb_path = tmp_path / "kb.sqlite3"
     text = (
         "Go to the harbour office. The museum is closed on Mondays.\n"
-        "Scripts are written in Python or shell."
+        "Scripts are written in Python or shell. Take the Ferries to the island.\n"
+        "Tools | Shell | Osaka"
     )
     build_kb(kb_path, kb_path, [Article("https://t.example/a", "Visiting", text)], [],
              datetime.now(UTC))  # fmt: skip
-    known = KnowledgeBase(kb_path).capitalises(["go", "monday", "python", "shell", "osaka"])
-    assert known == {"monday", "python"}
+    kb = KnowledgeBase(kb_path)
+    known = kb.capitalises(["go", "monday", "python", "shell", "osaka", "ferries", "ferry"])
+    assert known == {"monday", "python", "ferries", "ferry"}  # not a table's cells'
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +83,17 @@ def test_a_language_the_site_never_names_is_not_on_it(planner: AnswerPlanner) ->
     asked = "How do I add a Go module as a dependency in Cargo.toml?"
     plan = planner.plan(make_request(reply_to="b", user_id="u", question=asked, ttl_s=9))
     assert plan.step == "not_on_site"
+
+
+def test_a_word_capitalised_for_emphasis_in_the_sites_own_phrase_is_no_name(
+    planner: AnswerPlanner,
+) -> None:
+    """The page writes "git repository" lowercase; "Git Repository" would be a run of
+    capitals, "a Git repository" a name it never capitalises inside a sentence but for the
+    phrase it holds (review: "How do I build in Release mode?" was refused)."""
+    asked = "How do I add a git Repository as a dependency in Cargo.toml?"
+    plan = planner.plan(make_request(reply_to="b", user_id="u", question=asked, ttl_s=9))
+    assert plan.step == "model"
 
 
 def test_the_same_question_about_what_the_site_names_is_on_it(planner: AnswerPlanner) -> None:

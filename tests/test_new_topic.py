@@ -155,4 +155,4 @@ def test_a_new_topic_is_answered_without_the_conversation_a_follow_up_with_it(
     assert [turn.role for turn in follow_up.messages] == ["system", "user", "assistant", "user"]
     assert follow_up.history.used == 2
     # a follow-up of either begins with the system text and the whole conversation
-    assert new_topic.lead == follow_up.lead == follow_up.messages[:-1]
+    assert new_topic.lead() == follow_up.lead() == follow_up.messages[:-1]

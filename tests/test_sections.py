@@ -189,6 +189,39 @@ def test_labelled_list_items_and_anchored_terms_are_sections_of_their_own() -> N
     assert rowid.text.startswith("last_insert_rowid()\nThe last_insert_rowid() function")
 
 
+def test_a_body_read_from_its_headings_keeps_its_introduction_and_title() -> None:
+    """Only the banner's short lines before the first heading go (review: a plain page's
+    introduction went too, and its title became its first heading)."""
+    html = (
+        b"<html><head><title>Guide</title></head><body><div><a href='/'>Home</a></div>"
+        b"<p>Small. Fast.</p><p>This guide explains how to install the tool and use it well.</p>"
+        b"<h2>Install</h2><p>Run the installer.</p><h2>Use</h2><p>Use it.</p></body></html>"
+    )
+    found = page_sections(html)
+
+    assert found is not None and found.title == "Guide"
+    assert found.sections[0].text == "This guide explains how to install the tool and use it well."
+    assert [section.path for section in found.sections[1:]] == [("Install",), ("Use",)]
+
+
+def test_a_release_heading_keeps_its_number_and_no_toc_is_no_table_of_contents() -> None:
+    """Section numbers go ("2.1. Checkpointing"), a release's does not ("2.1 (2024-03-01)");
+    Just the Docs marks a page's <h1> ``no_toc`` (leave it out of the contents), not chrome."""
+    html = (
+        b"<html><body><main><h1 class='no_toc'>Configuration</h1><p>Set it up here.</p>"
+        b"<h2>2.1 (2024-03-01)</h2><p>Changes of the day.</p>"
+        b"<h2>3.1. Logging</h2><p>Logs go to a file.</p></main></body></html>"
+    )
+    found = page_sections(html)
+
+    assert found is not None
+    assert [section.path for section in found.sections] == [
+        ("Configuration",),
+        ("Configuration", "2.1 (2024-03-01)"),
+        ("Configuration", "Logging"),
+    ]
+
+
 def test_bold_words_without_an_anchor_are_emphasis_not_a_label() -> None:
     html = (
         b"<html><body><div><h1>Guide</h1><p>Intro words here.</p><p><b>Note well</b></p>"

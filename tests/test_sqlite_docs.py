@@ -70,14 +70,20 @@ def test_the_passage_the_words_rank_first_is_searched_whatever_its_meaning(
         ("How do I check CUDA GPU memory leaks?", []),  # acronyms, each a name of its own
         ("HOW DO I CREATE TABLE FOO?", []),  # shouted
         ("What does the STRICT keyword do?", []),  # one word: ``acronyms``
+        ("SQLiteでCREATE PROCEDUREは使えますか\uff1f", ["create procedure"]),  # not shouted
     ],
 )
 def test_words_in_capitals_side_by_side_are_one_name(question: str, phrases: list[str]) -> None:
-    assert capital_phrases(question) == phrases
+    assert [ways[0] for ways in capital_phrases(question)] == phrases
+
+
+def test_a_run_with_a_word_said_loud_is_met_by_its_shorter_runs() -> None:
+    ways = capital_phrases("Is INTEGER PRIMARY KEY REALLY an alias?")
+    assert len(ways) == 1 and "integer primary key" in ways[0] and "key really" in ways[0]
 
 
 def test_a_statement_the_site_never_writes_is_not_on_it(planner: AnswerPlanner) -> None:
-    """"procedure" is on ALTER TABLE's page ("the 12-step generalized ALTER TABLE
+    """ "procedure" is on ALTER TABLE's page ("the 12-step generalized ALTER TABLE
     procedure"), CREATE on every page; CREATE PROCEDURE on none."""
     refused = plan_for(planner, "How do I create a stored procedure with CREATE PROCEDURE?")
     answered = plan_for(planner, "How do I create a trigger with CREATE TRIGGER?")

@@ -285,47 +285,74 @@ def acronyms(question: str) -> list[str]:
 # A common word the question capitalises inside a sentence, on its own, is a name: "a Go module",
 # "on Windows", "an npm Pro account", "to Osaka". Not after "the" ("the Museum", as people
 # write a place they mean), nor beside another capitalised word ("Bicycle Rental", "Nishi
-# Island"), nor in a question that capitalises most of its words.
-CAPITALISED_WORD_RE = re.compile(r"[A-Za-z](?:[A-Za-z'.]*[A-Za-z])?|[.!?:;]")  # "Cargo.toml": one
+# Island"), nor in a question that capitalises most of its words. Any mark but a comma or an
+# apostrophe ends a sentence here ("a version - Any tips?", "`cargo build` Fails").
+CAPITALISED_WORD_RE = re.compile(r"[A-Za-z](?:[A-Za-z'.]*[A-Za-z])?|\n|[^\sA-Za-z0-9',]")
 
 
-def lone_capitalised(question: str) -> list[str]:
-    """The common English words ``question`` capitalises as a name of their own, lowercase:
-    a language, a product, a place, which a site either names or does not ("How do I add a Go
-    module as a dependency?": "go" is on every page, the language Go on none)."""
+@dataclass(frozen=True, slots=True)
+class Capitalised:
+    """A common word a question capitalises as a name, and it with each neighbour word (not a
+    stopword) as the question writes them, lowercase ("go"; "go module"): a site whose own
+    words are such a phrase ("release mode") was only written with a capital for emphasis."""
+
+    word: str
+    phrases: tuple[str, ...]
+
+
+def lone_capitalised(question: str) -> list[Capitalised]:
+    """The common English words ``question`` capitalises as a name of their own: a language,
+    a product, a place, which a site either names or does not ("How do I add a Go module as a
+    dependency?": "go" is on every page, the language Go on none)."""
     tokens = CAPITALISED_WORD_RE.findall(question)
     words = [token for token in tokens[1:] if token[0].isalpha() and token != "I"]
     if sum(word[0].isupper() for word in words) * 2 > len(words):
         return []  # "How Do I Add A Dependency?": capitals of style, not names
-    found = []
+    found: dict[str, Capitalised] = {}
     for at, token in enumerate(tokens):
         before = tokens[at - 1] if at else "."
         after = tokens[at + 1] if at + 1 < len(tokens) else "."
-        word = token.removesuffix("'s")
-        if not word.istitle() or word == "I" or not before[0].isalpha():
+        word = token if token.lower() == "let's" else token.removesuffix("'s")
+        if not word.istitle() or word in ("I", "Let's") or not before[0].isalpha():
             continue  # lowercase, in capitals ("XML": ``acronyms``), a sentence's first word
         if before.lower() == "the" or before[0].isupper() or after[0].isupper():
             continue
-        if is_common_word(word.lower()):
-            found.append(word.lower())
-    return list(dict.fromkeys(found))
+        if is_common_word(word.lower()) and word.lower() not in found:
+            pairs = [f"{near} {token}" if at_left else f"{token} {near}"
+                     for near, at_left in ((before, True), (after, False))
+                     if near[0].isalpha() and near.lower() not in STOPWORDS]  # fmt: skip
+            found[word.lower()] = Capitalised(word.lower(), tuple(p.lower() for p in pairs))
+    return list(found.values())
 
 
 # Words in capitals side by side are one name: a statement or a constant ("CREATE PROCEDURE",
 # "INTEGER PRIMARY KEY"), which a site that documents it writes as it is. Acronyms side by
 # side ("CUDA GPU", "JSON API": no word of five letters) are names of their own (``acronyms``).
-CAPITALS_RUN_RE = re.compile(r"(?<![\w-])[A-Z][A-Z0-9_]+(?:[ ][A-Z][A-Z0-9_]+)+(?![\w-])")
+CAPITALS_RUN_RE = re.compile(
+    r"(?<![A-Za-z0-9_-])[A-Z][A-Z0-9_]+(?:[ ][A-Z][A-Z0-9_]+)+(?![A-Za-z0-9_-])"
+)
 PHRASE_WORD_CHARS = 5
+CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")
 
 
-def capital_phrases(question: str) -> list[str]:
-    """The runs of two or more words in capitals ``question`` gives, lowercase; none in a
-    question written all in capitals (shouted, not named)."""
-    if question.upper() == question:
+def capital_phrases(question: str) -> list[tuple[str, ...]]:
+    """The runs of two or more words in capitals ``question`` gives, each as the ways a site
+    may write it, lowercase: the whole run, then its shorter runs of two words or more that
+    hold a word of five letters ("INTEGER PRIMARY KEY REALLY": "integer primary key" too, the
+    last word said loud). None in a question shouted: no lowercase, no Japanese."""
+    if not re.search(r"[a-z]", question) and not CJK_RE.search(question):
         return []
-    runs = (m.group() for m in CAPITALS_RUN_RE.finditer(question))
-    named = (run for run in runs if max(map(len, run.split())) >= PHRASE_WORD_CHARS)
-    return list(dict.fromkeys(run.lower() for run in named))
+    phrases = []
+    for run in (m.group().lower().split() for m in CAPITALS_RUN_RE.finditer(question)):
+        ways = [
+            " ".join(run[start:end])
+            for length in range(len(run), 1, -1)
+            for start in range(len(run) - length + 1)
+            if max(map(len, run[start : (end := start + length)])) >= PHRASE_WORD_CHARS
+        ]
+        if ways:
+            phrases.append(tuple(ways))
+    return list(dict.fromkeys(phrases))
 
 
 # A tool's command, written as one runs it ("with npm deploy", "run `git frob`"): after a verb

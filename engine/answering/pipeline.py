@@ -46,8 +46,9 @@ when its words give a number or a command-line option nothing it read gives (``n
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal
 
 from broker.protocol import Request
@@ -120,8 +121,9 @@ class Plan:
     history: FittedHistory = NO_HISTORY  # the conversation's turns given to the model
     named: str = ""  # the name the quote gives to "which flag…": the model's words must say it
     # what a follow-up's prompt will begin with: the system text and the conversation's turns
-    # (the read-ahead, engine/jobs/next_turn.py), whether or not the model read them this time
-    lead: list[ChatMessage] = field(default_factory=list)
+    # (the read-ahead, engine/jobs/next_turn.py), whether or not the model read them this time;
+    # a call, made only by an engine that reads ahead (it may count tokens: a fitting)
+    lead: Callable[[], list[ChatMessage]] = list
 
     @property
     def asks_model(self) -> bool:
@@ -167,7 +169,7 @@ class AnswerPlanner:
         if not found and self.kb.is_empty():  # 3
             messages, fitted = self.prompts.build(question, history)
             return Plan("no_articles", language, note=words.no_articles, messages=messages,
-                        history=fitted, lead=messages[:-1])  # fmt: skip
+                        history=fitted, lead=partial(list, messages[:-1]))  # fmt: skip
         passages = self._on_site(asked, found, searched, self._entries_named(asked, found))  # 4
         if not passages:
             return _not_on_site(language, found)
@@ -204,15 +206,19 @@ class AnswerPlanner:
         follow_up: bool,
         passages: Sequence[Passage],
         evidence: Evidence,
-    ) -> tuple[list[ChatMessage], FittedHistory, list[ChatMessage]]:
-        """Step 7: the model's messages, the turns they hold, and the conversation a follow-up
-        will begin with. A new question is answered as if asked first: SmolLM2 copies what it
-        reads, and gave an earlier answer's invented recipe again to the next question."""
+    ) -> tuple[list[ChatMessage], FittedHistory, Callable[[], list[ChatMessage]]]:
+        """Step 7: the model's messages, the turns they hold, and how to get the conversation
+        a follow-up will begin with. A new question is answered as if asked first: SmolLM2
+        copies what it reads, and gave an earlier answer's invented recipe to the next one."""
         read = history if follow_up else []
         messages, fitted = self.prompts.build(question, read, passages, evidence.quote)
         if history and not follow_up:
-            return messages, fitted, self.prompts.lead(question, history, passages, evidence.quote)
-        return messages, fitted, messages[:-1]
+            return (
+                messages,
+                fitted,
+                partial(self.prompts.lead, question, history, passages, evidence.quote),
+            )
+        return messages, fitted, partial(list, messages[:-1])
 
     def _on_site(
         self, asked: str, found: list[Passage], searched: str, looked_up: list[Passage]
@@ -224,10 +230,9 @@ class AnswerPlanner:
         unknown = sorted(set(names) - self.kb.mentions(names, whole=True))
         unknown += sorted(set(acronyms(asked)) - self.kb.mentions(acronyms(asked)))  # "CUDA"
         unknown += self._unknown_commands(asked)  # "npm deploy"
-        phrases = capital_phrases(asked)  # "CREATE PROCEDURE", where "procedure" is a word
-        unknown += sorted(set(phrases) - self.kb.mentions(phrases))
-        named = lone_capitalised(asked)  # "a Go module", where "go" is only a verb
-        unknown += sorted(set(named) - self.kb.capitalises(named))
+        for ways in capital_phrases(asked):  # "CREATE PROCEDURE", where "procedure" is a word
+            unknown += [] if self.kb.mentions(list(ways)) else [ways[0]]
+        unknown += self._unknown_capitalised(asked)  # "a Go module", where "go" is a verb
         site_terms = self.kb.mentions(named_terms(question_needs(searched)))  # "YAML" on it
         return on_site_passages(
             asked,
@@ -237,6 +242,14 @@ class AnswerPlanner:
             follow_up_of=searched if searched != asked else "",
             looked_up=looked_up,
         )
+
+    def _unknown_capitalised(self, asked: str) -> list[str]:
+        """The common words ``asked`` capitalises as names that the site never writes so,
+        nor as the question's own phrase ("Release profile": the site's "release profile")."""
+        named = lone_capitalised(asked)
+        known = self.kb.capitalises([name.word for name in named])
+        known |= {n.word for n in named if self.kb.mentions(list(n.phrases))}
+        return sorted({name.word for name in named} - known)
 
     def _entries_named(self, asked: str, found: Sequence[Passage]) -> list[Passage]:
         """The entries of the names ``asked`` gives ("os.tmpdir()", "--watch") that the search

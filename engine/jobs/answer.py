@@ -134,8 +134,9 @@ class AnswerJob:
             locale=replies.locale,
         )
         await replies.send(end)
-        if isinstance(end, Done) and plan.asks_model:  # a follow-up may come: prepare it
-            self.next_turn.prepare(next_turn_prefix(plan.lead, request.question, end.text))
+        if isinstance(end, Done) and plan.asks_model and self.next_turn.reads_ahead:
+            lead = await asyncio.to_thread(plan.lead)  # a follow-up may come: prepare it
+            self.next_turn.prepare(next_turn_prefix(lead, request.question, end.text))
 
     async def _generate(
         self,

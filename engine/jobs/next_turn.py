@@ -56,6 +56,11 @@ class NextTurn:
         self._wanted = False  # read by the model's thread: False stops the warm-up
         self._running = False
 
+    @property
+    def reads_ahead(self) -> bool:
+        """Whether the backend can read a prompt's beginning ahead (the model in process)."""
+        return isinstance(self.backend, Warms)
+
     def prepare(self, messages: list[ChatMessage] | None) -> None:
         """What to read next time the engine is idle (None: nothing)."""
         self._pending = messages

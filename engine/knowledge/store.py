@@ -265,10 +265,20 @@ def _names_whole(conn: sqlite3.Connection, name: str) -> bool:
 
 
 def _capitalises(conn: sqlite3.Connection, word: str) -> bool:
-    """Whether a passage writes ``word`` (lowercase; its endings too: "Mondays" of
-    "monday") capitalised after a word of its sentence."""
-    stem = next(iter(latin_terms(word)), word)
+    """Whether a passage writes ``word`` (lowercase; its other endings too: "Monday" of
+    "mondays", "Ferry" of "ferries") capitalised after a word of its sentence."""
+    stem = _shared_start(word, next(iter(latin_terms(word)), word))  # "ferr": ferries, ferry
+    stem = stem[:-1] if stem.endswith("y") and len(stem) > SHORT_NAME_CHARS + 1 else stem
     ending = r"(?!\w)" if len(stem) <= SHORT_NAME_CHARS else r"\w*"
-    pattern = re.compile(rf"(?<=[^\s.!?:] ){re.escape(stem.capitalize())}{ending}")
+    # after a word of its sentence: not after a mark that begins one, a table cell or an item
+    pattern = re.compile(rf"(?<=[^\s.!?:|\-\u2022] ){re.escape(stem.capitalize())}{ending}")
     texts = conn.execute(CASED_TEXTS_SQL, (stem,))
     return any(pattern.search(text) for (text,) in texts)
+
+
+def _shared_start(word: str, other: str) -> str:
+    """The letters ``word`` and ``other`` begin with alike."""
+    shared = 0
+    while shared < min(len(word), len(other)) and word[shared] == other[shared]:
+        shared += 1
+    return word[:shared]

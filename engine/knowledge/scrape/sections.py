@@ -17,7 +17,7 @@ extractor (trafilatura), which reads article-like pages well.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from lxml import html as lxml_html
 from lxml.etree import ParserError, _Element
@@ -46,7 +46,7 @@ DROPPED_TAGS = frozenset(
 # Class or id words of chrome that themes put inside the main container too (whole words:
 # Sphinx's "toc-backref" is a heading's own link, not a table of contents).
 DROPPED_NAMES = re.compile(
-    r"headerlink|(?:[a-z]+_)?toc(?:_[a-z]+)?|_?table[-_]?of[-_]?contents|sphinxsidebar|related|breadcrumbs?|edit-?this-?page|"
+    r"headerlink|_?toc|(?!no_)[a-z]+_toc(?:_[a-z]+)?|toc_[a-z]+|_?table[-_]?of[-_]?contents|sphinxsidebar|related|breadcrumbs?|edit-?this-?page|"
     r"navigation|navbar|sidebar|version-?(?:badge|switcher|banner|warning)|skip-?link|"
     r"prev-?next|pagination|feedback|copy-?button|sr-only|visually-hidden|footer|srclink",
     re.IGNORECASE,
@@ -72,10 +72,11 @@ PERMALINK_MARKS = "¶#🔗§"  # the characters themes append to a heading as it
 MIN_MAIN_CHARS = 20  # less is a stub: the general extractor reads the page instead
 ENTRY_NAME_CHARS = 80  # an entry with no parameters named by a long phrase: its start
 SPACES_RE = re.compile(r"\s+")
+BANNER_MAX_WORDS = 8  # a line before a body's first heading this long is prose, not a banner
 LABEL_LEVEL = 7  # a labelled block sits under every heading above it
 LABEL_MAX_CHARS = 150  # longer bold words are a paragraph in bold, not a label
-# "2.1. " of "2.1. Checkpointing", "1.0 " of "1.0 File Locking": not "2024 " of a heading
-SECTION_NUMBER_RE = re.compile(r"^(?:\d+(?:\.\d+)*\.|\d+(?:\.\d+)+)\s+")
+# "2.1. " of "2.1. Checkpointing": not "2024 " of a heading, nor a release's "2.1 (2024-03-01)"
+SECTION_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)*\.\s+(?=[A-Za-z])")
 OPTION_RE = re.compile(r"--?[A-Za-z][\w-]*")  # a command-line option, as an entry's name
 
 
@@ -113,17 +114,30 @@ def page_sections(html: bytes, root: _Element | None = None) -> Page | None:
     _drop_chrome(main)
     _history_as_added_in(main)
     sections = _Splitter().split(main)
-    if main.tag == "body" and not sections[0].path and sections[1:]:
-        # the body holds the site's banner and menu before the first heading, as well
-        sections = sections[1:]
+    framed = main.tag == "body"  # it holds the site's banner and menu too, before a heading
+    if framed and not sections[0].path:
+        sections = _without_banner(sections)
     if sum(len(section.text) for section in sections) < MIN_MAIN_CHARS:
         return None
     title = sections[0].path[0] if sections[0].path else _document_title(root)
+    if framed:
+        title = _document_title(root) or title
     if not sections[0].path and _spaced(sections[0].text).strip() == title and sections[1:]:
         sections = sections[1:]  # the theme's banner of the page's title: no text of its own
     elif not sections[0].path:  # text before the first heading: under the page's title
         sections[0] = Section((title,), None, sections[0].text)
     return Page(title, tuple(sections), canonical_of(root))
+
+
+def _without_banner(sections: list[Section]) -> list[Section]:
+    """``sections`` without the short lines before the first heading of a page read from its
+    body: a banner's and a menu's ("Small. Fast. Reliable.", "Home", "Documentation"), not an
+    introduction's sentences."""
+    first, *rest = sections
+    kept = [line for line in first.text.splitlines() if len(line.split()) >= BANNER_MAX_WORDS]
+    if not kept:
+        return rest or sections
+    return [replace(first, text="\n".join(kept)), *rest]
 
 
 def heading_text(element: _Element) -> str:
