@@ -10,16 +10,14 @@ from pathlib import Path
 import pytest
 
 from broker.protocol import make_request
-from config.settings import Settings
 from engine.answering.needs import lone_capitalised
 from engine.answering.pipeline import AnswerPlanner
 from engine.knowledge.models import Article
 from engine.knowledge.scrape.builder import build_kb
-from engine.knowledge.scrape.extract import extract_article
 from engine.knowledge.store import KnowledgeBase
+from tests.real_pages import planner_on_pages
 
 SITE = Path(__file__).resolve().parent.parent / "eval" / "cargodocs" / "site"
-BASE = "http://docs.example"
 PAGES = ("reference/specifying-dependencies.html", "guide/dependencies.html")
 
 
@@ -70,13 +68,7 @@ def test_a_site_capitalises_a_word_only_where_it_is_no_sentences_first(tmp_path:
 
 @pytest.fixture(scope="module")
 def planner(tmp_path_factory: pytest.TempPathFactory) -> AnswerPlanner:
-    kb_path = tmp_path_factory.mktemp("cargo-deps") / "kb.sqlite3"
-    articles = []
-    for path in PAGES:
-        url = f"{BASE}/{path}"
-        articles.append(extract_article((SITE / path).read_bytes(), url).article(url))
-    build_kb(kb_path, kb_path, articles, [], datetime.now(UTC))
-    return AnswerPlanner(Settings(kb_path=kb_path), lambda messages: 0)
+    return planner_on_pages(tmp_path_factory.mktemp("cargo-deps") / "kb.sqlite3", SITE, PAGES)
 
 
 def test_a_language_the_site_never_names_is_not_on_it(planner: AnswerPlanner) -> None:

@@ -13,22 +13,21 @@ import pytest
 
 from bots.client import ConciergeClient
 from broker.amqp import Broker
-from broker.protocol import make_request
 from config.settings import Settings
 from engine.answering.evidence import quoted_name
 from engine.answering.on_site import on_site_passages
-from engine.answering.pipeline import AnswerPlanner, Plan
+from engine.answering.pipeline import AnswerPlanner
 from engine.answering.wording import WORDING
 from engine.backends.base import Backend
 from engine.knowledge.scrape.builder import build_kb
 from engine.knowledge.scrape.extract import extract_article
 from tests.conftest import start_engine
 from tests.grounded_fixture import ask
+from tests.real_pages import BASE, plan_for, planner_on_pages
 from tests.test_evidence_docs import entry_passages
 from tests.test_numbers import Says
 
 SITE = Path(__file__).resolve().parent.parent / "eval" / "cargodocs" / "site"
-BASE = "http://docs.example"
 PAGES = (
     "reference/profiles.html",
     "reference/environment-variables.html",
@@ -45,17 +44,7 @@ PAGES = (
 
 @pytest.fixture(scope="module")
 def planner(tmp_path_factory: pytest.TempPathFactory) -> AnswerPlanner:
-    kb_path = tmp_path_factory.mktemp("cargo") / "kb.sqlite3"
-    articles = []
-    for path in PAGES:
-        url = f"{BASE}/{path}"
-        articles.append(extract_article((SITE / path).read_bytes(), url).article(url))
-    build_kb(kb_path, kb_path, articles, [], datetime.now(UTC))
-    return AnswerPlanner(Settings(kb_path=kb_path), lambda messages: 0)
-
-
-def plan_for(planner: AnswerPlanner, question: str) -> Plan:
-    return planner.plan(make_request(reply_to="b", user_id="u", question=question, ttl_s=9))
+    return planner_on_pages(tmp_path_factory.mktemp("cargo") / "kb.sqlite3", SITE, PAGES)
 
 
 def quote_for(planner: AnswerPlanner, question: str) -> str:

@@ -4,20 +4,15 @@ search by words and by meaning fused."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from broker.protocol import make_request
-from config.settings import Settings
 from engine.answering.needs import capital_phrases
-from engine.answering.pipeline import PASSAGES_SEARCHED, AnswerPlanner, Plan
-from engine.knowledge.scrape.builder import build_kb
-from engine.knowledge.scrape.extract import extract_article
+from engine.answering.pipeline import PASSAGES_SEARCHED, AnswerPlanner
+from tests.real_pages import BASE, plan_for, planner_on_pages
 
 SITE = Path(__file__).resolve().parent.parent / "eval" / "sqlitedocs" / "site"
-BASE = "http://docs.example"
 PAGES = (
     "stricttables.html",
     "withoutrowid.html",
@@ -33,17 +28,7 @@ PAGES = (
 
 @pytest.fixture(scope="module")
 def planner(tmp_path_factory: pytest.TempPathFactory) -> AnswerPlanner:
-    kb_path = tmp_path_factory.mktemp("sqlite") / "kb.sqlite3"
-    articles = []
-    for path in PAGES:
-        url = f"{BASE}/{path}"
-        articles.append(extract_article((SITE / path).read_bytes(), url).article(url))
-    build_kb(kb_path, kb_path, articles, [], datetime.now(UTC))
-    return AnswerPlanner(Settings(kb_path=kb_path), lambda messages: 0)
-
-
-def plan_for(planner: AnswerPlanner, question: str) -> Plan:
-    return planner.plan(make_request(reply_to="b", user_id="u", question=question, ttl_s=9))
+    return planner_on_pages(tmp_path_factory.mktemp("sqlite") / "kb.sqlite3", SITE, PAGES)
 
 
 def test_the_passage_the_words_rank_first_is_searched_whatever_its_meaning(
