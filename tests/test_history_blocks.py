@@ -106,7 +106,9 @@ def test_consecutive_follow_ups_begin_alike_once_the_context_is_full(
 ) -> None:
     """The town's conversation twice over (16 turns), each prompt as the engine builds it: of
     the turns whose history no longer fits whole, most begin with the same turns as the one
-    before, so llama.cpp reads them from the last turn's saved state, not from the start."""
+    before, so llama.cpp reads them from the last turn's saved state, not from the start.
+    A new question's model reads no turn: its conversation is what the read-ahead prepares
+    for the next follow-up (``Plan.lead``), fitted the same way."""
     prompts = AnswerPlanner(town, backend.count_tokens)
     history: list[HistoryTurn] = []
     firsts: list[ChatMessage | None] = []  # each prompt's oldest history turn
@@ -117,8 +119,9 @@ def test_consecutive_follow_ups_begin_alike_once_the_context_is_full(
         )
         prompt = prompts.plan(request)
         assert backend.count_tokens(prompt.messages) <= town.context_size - town.max_tokens
-        firsts.append(prompt.history.turns[0] if prompt.history.turns else None)
-        dropped.append(prompt.history.dropped)
+        conversation = prompt.lead()[1:]  # the turns, after the system text
+        firsts.append(conversation[0] if conversation else None)
+        dropped.append(len(history) - len(conversation))
         history += [
             HistoryTurn(role="user", text=question),
             HistoryTurn(role="assistant", text=answer),

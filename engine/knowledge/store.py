@@ -3,11 +3,8 @@
 The search is hybrid: the trigram index finds the question's own words (names, numbers,
 Japanese), the vectors find its meaning (a paraphrase, a Japanese question about English
 pages); the two rankings are fused by reciprocal rank (RRF), which needs no calibration
-between two kinds of score. The words' best passage is always among those returned: fused,
-the one section holding every word of "What does the STRICT keyword at the end of a CREATE
-TABLE statement do?" came ninth behind passages nearer in meaning (SQLite's pages). Each
-passage found carries its cosine with the question, which the on-site rule reads
-(engine/answering/on_site.py).
+between two kinds of score. Each passage found carries its cosine with the question, which
+the on-site rule reads (engine/answering/on_site.py).
 
 Every call opens its own read-only connection, so a ``KnowledgeBase`` can be shared by
 threads, and a call made after a rescrape's switch reads the new file.
@@ -99,8 +96,6 @@ class KnowledgeBase:
             question = self.embedder.embed([query])[0]
             dense = [n for n in matrix.nearest(question, CANDIDATES) if n[1] >= MEANING_FLOOR]
             fused = _fused([rowid for rowid, _ in lexical], [rowid for rowid, _ in dense])[:limit]
-            if lexical and lexical[0][0] not in fused:  # the words' best, whatever the meaning
-                fused = [*fused[: limit - 1], lexical[0][0]]
             rows = dict(lexical)
             rows |= _rows(conn, [rowid for rowid in fused if rowid not in rows])
             cosine = matrix.similarity(question, fused)
