@@ -230,8 +230,9 @@ class AnswerPlanner:
         unknown = sorted(set(names) - self.kb.mentions(names, whole=True))
         unknown += sorted(set(acronyms(asked)) - self.kb.mentions(acronyms(asked)))  # "CUDA"
         unknown += self._unknown_commands(asked)  # "npm deploy"
-        for ways in capital_phrases(asked):  # "CREATE PROCEDURE", where "procedure" is a word
-            unknown += [] if self.kb.mentions(list(ways)) else [ways[0]]
+        runs = capital_phrases(asked)  # "CREATE PROCEDURE", where "procedure" is a word
+        written = self.kb.mentions([way for ways in runs for way in ways])
+        unknown += [ways[0] for ways in runs if not written.intersection(ways)]
         unknown += self._unknown_capitalised(asked)  # "a Go module", where "go" is a verb
         site_terms = self.kb.mentions(named_terms(question_needs(searched)))  # "YAML" on it
         return on_site_passages(
@@ -247,8 +248,11 @@ class AnswerPlanner:
         """The common words ``asked`` capitalises as names that the site never writes so,
         nor as the question's own phrase ("Release profile": the site's "release profile")."""
         named = lone_capitalised(asked)
+        if not named:
+            return []
         known = self.kb.capitalises([name.word for name in named])
-        known |= {n.word for n in named if self.kb.mentions(list(n.phrases))}
+        phrases = self.kb.mentions([phrase for name in named for phrase in name.phrases])
+        known |= {name.word for name in named if phrases.intersection(name.phrases)}
         return sorted({name.word for name in named} - known)
 
     def _entries_named(self, asked: str, found: Sequence[Passage]) -> list[Passage]:

@@ -12,6 +12,7 @@ threads, and a call made after a rescrape's switch reads the new file.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from contextlib import closing
@@ -254,26 +255,25 @@ def _names_whole(conn: sqlite3.Connection, name: str) -> bool:
         before = ""
     else:
         before = r"(?<![\w.])" if "." in name else r"(?<!\w)"
-    pattern = re.compile(rf"{before}{re.escape(name)}(?!\w)")
-    texts = conn.execute(MENTION_TEXTS_SQL, (name,))
-    return any(pattern.search(text) for (text,) in texts)
+    return _any_text_matches(conn, MENTION_TEXTS_SQL, name, rf"{before}{re.escape(name)}(?!\w)")
+
+
+def _any_text_matches(conn: sqlite3.Connection, texts_sql: str, term: str, pattern: str) -> bool:
+    """Whether a passage holding ``term`` (the index narrows them) matches ``pattern``, in the
+    text ``texts_sql`` gives of it (lowercased, or as written)."""
+    matcher = re.compile(pattern)
+    return any(matcher.search(text) for (text,) in conn.execute(texts_sql, (term,)))
 
 
 def _capitalises(conn: sqlite3.Connection, word: str) -> bool:
     """Whether a passage writes ``word`` (lowercase; its other endings too: "Monday" of
     "mondays", "Ferry" of "ferries") capitalised after a word of its sentence."""
-    stem = _shared_start(word, next(iter(latin_terms(word)), word))  # "ferr": ferries, ferry
+    # the letters shared with its stem ("ferr" of "ferries" and "ferry"); strings, not paths
+    stem = os.path.commonprefix([word, *latin_terms(word)[:1]])  # noqa: RUF071
     stem = stem[:-1] if stem.endswith("y") and len(stem) > SHORT_NAME_CHARS + 1 else stem
     ending = r"(?!\w)" if len(stem) <= SHORT_NAME_CHARS else r"\w*"
     # after a word of its sentence: not after a mark that begins one, a table cell or an item
-    pattern = re.compile(rf"(?<=[^\s.!?:|\-\u2022] ){re.escape(stem.capitalize())}{ending}")
-    texts = conn.execute(CASED_TEXTS_SQL, (stem,))
-    return any(pattern.search(text) for (text,) in texts)
-
-
-def _shared_start(word: str, other: str) -> str:
-    """The letters ``word`` and ``other`` begin with alike."""
-    shared = 0
-    while shared < min(len(word), len(other)) and word[shared] == other[shared]:
-        shared += 1
-    return word[:shared]
+    after_a_word = r"(?<=[^\s.!?:|\-\u2022] )"
+    return _any_text_matches(
+        conn, CASED_TEXTS_SQL, stem, rf"{after_a_word}{re.escape(stem.capitalize())}{ending}"
+    )

@@ -296,22 +296,22 @@ class _Splitter:
         text = SECTION_NUMBER_RE.sub("", heading_text(element))  # "2.1. Checkpointing"
         if not text:
             return
-        self._close_section()
-        self.path = [(lvl, words) for lvl, words in self.path if lvl < level] + [(level, text)]
-        self.entries = []
         # The page's own title needs no anchor: its link is the page's ("#----npm-get----11191",
         # npm's id for "npm-get @11.19.1", pointed nowhere a reader needs). A page whose
         # sections are all <h1> (SQLite's) has its title elsewhere: the later ones are sections.
         titled = level > 1 or self.headings_seen > 0
-        self.anchor = self.heading_anchor = _anchor_of(element) if titled else None
+        self._open(level, text, _anchor_of(element) if titled else None)
         self.headings_seen += 1
 
     def _label(self, text: str, anchor: str) -> None:
         """A labelled block (``_label_of``): a section of its own under the headings above,
         until the next label or heading."""
+        self._open(LABEL_LEVEL, text, anchor)
+
+    def _open(self, level: int, text: str, anchor: str | None) -> None:
+        """A new section, named ``text`` under the headings above ``level``."""
         self._close_section()
-        self.path = [(lvl, words) for lvl, words in self.path if lvl < LABEL_LEVEL]
-        self.path.append((LABEL_LEVEL, text))
+        self.path = [(lvl, words) for lvl, words in self.path if lvl < level] + [(level, text)]
         self.entries = []
         self.anchor = self.heading_anchor = anchor
 
