@@ -28,6 +28,8 @@ import threading
 from collections.abc import Sequence
 from pathlib import Path
 
+from engine.knowledge.trade_words import TRADE_ENGLISH
+
 log = logging.getLogger(__name__)
 
 LONGEST_WORD = 8  # characters: JMdict's compounds of use here are shorter
@@ -81,8 +83,10 @@ class Glossary:
 
     def english(self, word: str) -> tuple[str, ...]:
         """The English glosses of ``word``'s senses that say what it is, lowercase, those
-        of its computing senses first; () when it is no entry or the dictionary fails."""
-        return _english(self, word)
+        of its computing senses first, then the trade's words the dictionary lacks
+        (``trade_words.py``); () when it is neither's entry or the dictionary fails."""
+        glosses = _english(self, word)
+        return tuple(dict.fromkeys((*glosses, *TRADE_ENGLISH.get(word, ()))))
 
     def words(self, run: str, grammar: Sequence[bool]) -> list[tuple[int, int, tuple[str, ...]]]:
         """The dictionary words of a Japanese ``run`` as (start, end, English glosses), read

@@ -1,0 +1,64 @@
+"""A Japanese question in a programmer's words meets an English page through the trade's
+English (engine/knowledge/trade_words.py) where the dictionary gives only a word's general
+senses: 文字列 is JMdict's "character string", the page's "string"; on real pages of SQLite's
+documentation (eval/sqlitedocs) and Python's (eval/realdocs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from engine.answering.needs import met, question_needs
+from engine.knowledge.glossary import shared_glossary
+from engine.knowledge.query import parse_query
+from tests.real_pages import plan_for, planner_on_pages
+
+EVAL = Path(__file__).resolve().parent.parent / "eval"
+
+
+def test_the_trades_english_follows_the_dictionarys() -> None:
+    glossary = shared_glossary()
+
+    assert glossary.english("文字列") == ("character string", "string")
+    assert glossary.english("取り消す")[:1] == ("cancel",)  # JMdict's first sense stays first
+    assert "undo" in glossary.english("取り消す")
+    assert glossary.english("有効")[-1] == "enable"
+
+
+def test_the_trades_english_is_met_but_not_searched() -> None:
+    """The search looks for a word's first English forms: the dictionary's, as before (the
+    trade's words, searched too, pushed answering sections out of the first eight)."""
+    question = "JSON から値を取り出す関数は何ですか\uff1f"
+    extract = [need for need in question_needs(question) if "extract" in need.forms]
+
+    assert extract and met(extract[0], "json_extract() extracts a value")
+    assert "extract" not in parse_query(question).match
+
+
+def test_a_string_in_japanese_meets_the_pages_string(tmp_path: Path) -> None:
+    """Before, the limits page met all but 文字列 ("character string") and the question was
+    refused, pointing to it. (Which of the section's sentences is quoted depends on the
+    other pages: on the whole site, "The default value of this macro is 1 billion".)"""
+    pages = ["limits.html", "lang_corefunc.html", "faq.html", "printf.html", "datatype3.html"]
+    planner = planner_on_pages(tmp_path / "kb.sqlite3", EVAL / "sqlitedocs" / "site", pages)
+
+    plan = plan_for(planner, "文字列の最大の長さの既定値はいくつですか\uff1f")
+
+    assert plan.step == "quote_only"
+    assert plan.sources == ("http://docs.example/limits.html",)
+    assert plan.evidence is not None
+    assert plan.evidence.link == "http://docs.example/limits.html#max_length"
+
+
+def test_rewriting_one_character_of_a_string_is_answered_from_the_tutorial(
+    tmp_path: Path,
+) -> None:
+    """書き換える is "rewrite" to the dictionary, "modify" or "change" to the page: the regex
+    HOWTO's sentence about rewriting strings was quoted instead of "Python strings are
+    immutable"."""
+    pages = ["tutorial/introduction.html", "howto/regex.html", "library/stdtypes.html"]
+    planner = planner_on_pages(tmp_path / "kb.sqlite3", EVAL / "realdocs" / "site", pages)
+
+    plan = plan_for(planner, "Python の文字列の中の一文字だけを書き換えることはできますか\uff1f")
+
+    assert plan.sources == ("http://docs.example/tutorial/introduction.html",)
+    assert plan.evidence is not None and "immutable" in plan.evidence.quote
