@@ -62,3 +62,21 @@ def test_rewriting_one_character_of_a_string_is_answered_from_the_tutorial(
 
     assert plan.sources == ("http://docs.example/tutorial/introduction.html",)
     assert plan.evidence is not None and "immutable" in plan.evidence.quote
+
+
+def test_across_languages_the_quote_may_come_from_any_section_the_search_found(
+    tmp_path: Path,
+) -> None:
+    """有効 meets the page's "enable", but the search ranked the one section saying it past
+    the three of the page a model reads: the quote was "Recursion limit on foreign key
+    actions". (On the whole site, "cargo yank を取り消すには" is quoted ``--undo``, the yank
+    page's fourth section, the same way.)"""
+    pages = ["foreignkeys.html", "lang_upsert.html", "lang_createtable.html", "faq.html",
+             "quirks.html", "lang_delete.html"]  # fmt: skip
+    planner = planner_on_pages(tmp_path / "kb.sqlite3", EVAL / "sqlitedocs" / "site", pages)
+
+    plan = plan_for(planner, "外部キー制約を有効にするにはどうすればいいですか\uff1f")
+
+    assert plan.sources == ("http://docs.example/foreignkeys.html",)
+    assert plan.evidence is not None
+    assert "enable or disable foreign key constraints" in plan.evidence.quote

@@ -177,7 +177,8 @@ class AnswerPlanner:
         passages = self._with_opening(asked, passages, described)  # "http.server を本番環境で…"
         across = language != language_of(passages[0].text)  # its words cannot choose the quote
         nearness = self._nearness if across else None
-        evidence = find_evidence(asked, passages, nearness=nearness)  # 5
+        quoted = _with_rest_of_page(passages, found) if across else passages
+        evidence = find_evidence(asked, quoted, nearness=nearness)  # 5
         if evidence is None and searched != asked:  # "For how long can I keep them?": the books
             evidence = find_evidence(searched, passages, nearness=nearness)
         evidence = evidence or opening(passages[0])
@@ -331,6 +332,14 @@ class AnswerPlanner:
         if language not in self.settings.model_languages:
             return False
         return self.settings.model_answers_yes_no or not is_yes_no_question(question)
+
+
+def _with_rest_of_page(passages: list[Passage], found: list[Passage]) -> list[Passage]:
+    """``passages``, then the others of their page the search found: across languages the
+    question's words cannot rank a page's sections, so the search's order cut the answering
+    one ("cargo yank を取り消すには": ``--undo``, the page's fourth) from the three a model
+    would read, and the quote may come from any of them."""
+    return [*passages, *(p for p in found if p.url == passages[0].url and p not in passages)]
 
 
 def _not_on_site(language: Language, found: list[Passage]) -> Plan:
