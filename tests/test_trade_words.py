@@ -22,6 +22,7 @@ def test_the_trades_english_follows_the_dictionarys() -> None:
     assert glossary.english("取り消す")[:1] == ("cancel",)  # JMdict's first sense stays first
     assert "undo" in glossary.english("取り消す")
     assert glossary.english("有効")[-1] == "enable"
+    assert "usage" in glossary.english("使用量")  # "amount used" alone: Massif's page "uses"
 
 
 def test_the_trades_english_is_met_but_not_searched() -> None:

@@ -100,6 +100,7 @@ TRADE_ENGLISH: dict[str, tuple[str, ...]] = {
     "最大": ("maximum", "max"),
     "最小": ("minimum", "min"),
     "件数": ("count", "number"),
+    "使用量": ("usage", "use"),
     "非同期": ("asynchronous", "async"),
     "同期": ("synchronous", "sync"),
     "並列": ("parallel",),
