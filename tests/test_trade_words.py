@@ -10,7 +10,7 @@ from pathlib import Path
 from engine.answering.needs import met, question_needs
 from engine.knowledge.glossary import shared_glossary
 from engine.knowledge.query import parse_query
-from tests.real_pages import plan_for, planner_on_pages
+from tests.real_pages import BASE, plan_for, planner_on_pages
 
 EVAL = Path(__file__).resolve().parent.parent / "eval"
 
@@ -81,3 +81,5 @@ def test_across_languages_the_quote_may_come_from_any_section_the_search_found(
     assert plan.sources == ("http://docs.example/foreignkeys.html",)
     assert plan.evidence is not None
     assert "enable or disable foreign key constraints" in plan.evidence.quote
+    # its section leads the sources, where the reader checks the quote
+    assert plan.passages[0].link == plan.evidence.link == f"{BASE}/foreignkeys.html#fk_enable"

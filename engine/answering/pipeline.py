@@ -187,6 +187,7 @@ class AnswerPlanner:
         if referred := self._referred_page(evidence.quote):  # "See Cargo.toml vs Cargo.lock."
             passages = referred
             evidence = find_evidence(asked, passages, nearness=nearness) or opening(passages[0])
+        passages = _with_quoted_section(passages, quoted, evidence)
         if across and asks_for_number(asked) and not has_number(evidence.quote):
             # "Valgrind の商用サポート契約はいくらですか": its words met in English ("support",
             # "contract"), but what answers a figure across languages holds one
@@ -340,6 +341,18 @@ def _with_rest_of_page(passages: list[Passage], found: list[Passage]) -> list[Pa
     one ("cargo yank を取り消すには": ``--undo``, the page's fourth) from the three a model
     would read, and the quote may come from any of them."""
     return [*passages, *(p for p in found if p.url == passages[0].url and p not in passages)]
+
+
+def _with_quoted_section(
+    passages: list[Passage], quoted: list[Passage], evidence: Evidence
+) -> list[Passage]:
+    """The quoted section first when the quote came from past ``passages`` (the rest of the
+    page, ``_with_rest_of_page``): the sources list it first, where the reader checks the
+    quote, and a model reads it."""
+    if any(passage.link == evidence.link for passage in passages):
+        return passages
+    section = next((passage for passage in quoted if passage.link == evidence.link), None)
+    return passages if section is None else [section, *passages][:PASSAGES_USED]
 
 
 def _not_on_site(language: Language, found: list[Passage]) -> Plan:
