@@ -39,6 +39,18 @@ def test_options_it_read_and_hyphenated_words_are_not_claims() -> None:
     ]
 
 
+def test_an_option_may_hold_underscores() -> None:
+    """A compile-time define (SQLite's FAQ: "-DSQLITE_DEFAULT_FOREIGN_KEYS=1") or a
+    snake-case flag is an option too: SmolLM2 wrote "--DSQLITE_DEFAULT_FORERKNS=0" from it,
+    which passed as prose."""
+    read = ["compile with -DSQLITE_DEFAULT_FOREIGN_KEYS=1 to turn them on"]
+    answer = (
+        "Use -DSQLITE_DEFAULT_FOREIGN_KEYS=1, or set --DSQLITE_DEFAULT_FORERKNS=0 or --dry_run."
+    )
+    assert unread_options(answer, read) == ["--DSQLITE_DEFAULT_FORERKNS", "--dry_run"]
+    assert unread_options("in my_module-name and __init__-x", read) == []
+
+
 async def test_the_models_words_with_an_invented_option_are_left_out_for_the_quote(
     settings: Settings, backend: Backend, broker: Broker
 ) -> None:

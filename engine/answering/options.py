@@ -9,8 +9,9 @@ the model wrote that its passages did not hold was invented. A reader copies an 
 terminal, so such words are left out as a wrong number is (numbers.py): the answer is the
 site's quote and sources alone.
 
-An option is a dash or two and a letter, at the start of a word ("--save-exact", "-g"; not the
-hyphens of "non-greedy" or a path's "/usr/-x"), in prose and in code alike: an example's
+An option is a dash or two and a letter, at the start of a word ("--save-exact", "-g", a
+compile-time define's "-DSQLITE_DEFAULT_FOREIGN_KEYS"; not the hyphens of "non-greedy" or a
+path's "/usr/-x"), in prose and in code alike: an example's
 options are claims about the tool. Its value ("=true") is not part of it. A setting the
 reference names without its dashes ("save-exact") backs its long option ("--save-exact").
 """
@@ -24,7 +25,7 @@ from engine.answering.needs import hyphenated_names
 
 # Latin letters and digits only around it: Japanese may touch an option ("npmの-gオプション").
 OPTION_RE = re.compile(
-    r"(?<![A-Za-z0-9_./\\-])(--?[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)*)(?![A-Za-z0-9_])"
+    r"(?<![A-Za-z0-9_./\\-])(--?[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)(?![A-Za-z0-9_])"
 )
 
 
