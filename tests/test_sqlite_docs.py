@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.answering.needs import capital_phrases, katakana_compounds
+from engine.answering.needs import capital_phrases
 from engine.answering.pipeline import AnswerPlanner
 from tests.real_pages import BASE, plan_for, planner_on_pages
 
@@ -23,7 +23,6 @@ PAGES = (
     "lang_insert.html",
     "lang_explain.html",
     "lang_altertable.html",
-    "howtocorrupt.html",
 )
 
 
@@ -61,24 +60,3 @@ def test_a_statement_the_site_never_writes_is_not_on_it(planner: AnswerPlanner) 
     assert refused.step == "not_on_site"
     assert answered.step == "model"
     assert answered.sources[0] == f"{BASE}/lang_createtrigger.html"
-
-
-def test_a_katakana_compound_is_read_as_its_english_words_side_by_side() -> None:
-    (compound,) = katakana_compounds("SQLite でストアドプロシージャを作るには\uff1f")
-    assert compound.run == "ストアドプロシージャ"
-    assert [forms[0] for forms in compound.words] == ["stor", "procedur"]
-    assert katakana_compounds("ヒープの使用量を測るツールはどれですか\uff1f") == []  # one word each
-
-
-def test_a_katakana_compound_the_site_never_writes_is_not_on_it(planner: AnswerPlanner) -> None:
-    """ "procedure" is in "the application build procedures" and "Storing the schema" on
-    ALTER TABLE's page: the Japanese stored-procedure question was answered from them
-    (seen in `concierge chat`); "stored procedure" is on no page. A compound the site writes
-    ("database file") is on it."""
-    refused = plan_for(planner, "SQLite でストアドプロシージャを作るには\uff1f")
-    answered = plan_for(planner, "データベースファイルが壊れるのはなぜですか\uff1f")
-
-    assert refused.step == "not_on_site"
-    assert planner.kb.writes_side_by_side([("databas",), ("file",)])
-    assert not planner.kb.writes_side_by_side([("stor", "shop"), ("procedur",)])
-    assert answered.sources == (f"{BASE}/howtocorrupt.html",)

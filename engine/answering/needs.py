@@ -355,30 +355,6 @@ def capital_phrases(question: str) -> list[tuple[str, ...]]:
     return list(dict.fromkeys(phrases))
 
 
-KATAKANA_RUN_RE = re.compile(r"[\u30a1-\u30fa\u30fc]{2,}(?:[\u30fb\u30fc][\u30a1-\u30fa\u30fc]+)*")
-
-
-@dataclass(frozen=True, slots=True)
-class KatakanaCompound:
-    """A loanword of two or more English words written as one ("ストアドプロシージャ", stored
-    procedure): ``words`` holds each word's English forms, in order (``english_forms``)."""
-
-    run: str
-    words: tuple[tuple[str, ...], ...]
-
-
-def katakana_compounds(question: str) -> list[KatakanaCompound]:
-    """The katakana runs of ``question`` the dictionary reads as two words or more: a term,
-    as "CREATE PROCEDURE" is, which a site writes with its words side by side ("SQLite で
-    ストアドプロシージャを作るには" met "procedure" in "build procedures", and "SQLite")."""
-    compounds = []
-    for run in KATAKANA_RUN_RE.findall(question):
-        words = tuple(forms for _, _, forms in english_forms(run) if forms)
-        if len(words) >= 2:
-            compounds.append(KatakanaCompound(run, words))
-    return compounds
-
-
 # A tool's command, written as one runs it ("with npm deploy", "run `git frob`"): after a verb
 # or a preposition that takes a command, or a backtick. Not "How does npm handle...": npm is
 # the subject there. A reference that documents each command on a page of its own ("npm-ci",

@@ -81,7 +81,6 @@ from engine.answering.needs import (
     command_titles,
     commands,
     entry_names,
-    katakana_compounds,
     lone_capitalised,
     met,
     named_terms,
@@ -237,12 +236,6 @@ class AnswerPlanner:
         written = self.kb.mentions([way for ways in runs for way in ways])
         unknown += [ways[0] for ways in runs if not written.intersection(ways)]
         unknown += self._unknown_capitalised(asked)  # "a Go module", where "go" is a verb
-        unknown += [  # "ストアドプロシージャ", where "procedure" is in "build procedures"
-            compound.run
-            for compound in katakana_compounds(asked)
-            if not self.kb.writes_side_by_side(compound.words)
-            and not self.kb.mentions([compound.run])
-        ]
         site_terms = self.kb.mentions(named_terms(question_needs(searched)))  # "YAML" on it
         return on_site_passages(
             asked,

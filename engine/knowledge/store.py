@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
-from collections.abc import Sequence
 from contextlib import closing
 from dataclasses import replace
 from datetime import datetime
@@ -114,24 +113,6 @@ class KnowledgeBase:
             if not whole:
                 return {name for name in names if conn.execute(MENTION_SQL, (name,)).fetchone()}
             return {name for name in names if _names_whole(conn, name)}
-
-    def writes_side_by_side(self, words: Sequence[Sequence[str]]) -> bool:
-        """Whether some passage writes a form of each of ``words`` (each word's forms,
-        lowercase, an ending allowed) one after the other, apart by spaces, hyphens or
-        underscores: "stored procedure" or "worker_threads" for (("stor",), ("procedur",))."""
-        if not words or not self.path.exists():
-            return False
-        pattern = r"[\s_-]+".join(
-            "(?:" + "|".join(re.escape(form) for form in forms) + r")\w*" for forms in words
-        )
-        longest = max(words, key=lambda forms: min(map(len, forms)))  # narrows the passages
-        with closing(open_readonly(self.path)) as conn:
-            if not has_current_schema(conn):
-                return False
-            return any(
-                _any_text_matches(conn, MENTION_TEXTS_SQL, form, rf"(?<![a-z]){pattern}")
-                for form in longest
-            )
 
     def capitalises(self, words: list[str]) -> set[str]:
         """Which of ``words`` (lowercase) some passage writes capitalised other than as a
