@@ -49,6 +49,10 @@ def test_an_option_may_hold_underscores() -> None:
     )
     assert unread_options(answer, read) == ["--DSQLITE_DEFAULT_FORERKNS", "--dry_run"]
     assert unread_options("in my_module-name and __init__-x", read) == []
+    # a name the texts give is no option; an italic's underscore ends none (review)
+    assert unread_options("Then x = -max_size.", ["max_size: the limit"]) == []
+    assert unread_options("Install it _globally with -g_.", ["npm install -g"]) == []
+    assert unread_options("npmの-g_オプション", ["npm install -g"]) == []
 
 
 async def test_the_models_words_with_an_invented_option_are_left_out_for_the_quote(

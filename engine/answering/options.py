@@ -25,8 +25,9 @@ from engine.answering.needs import hyphenated_names
 
 # Latin letters and digits only around it: Japanese may touch an option ("npmの-gオプション").
 OPTION_RE = re.compile(
-    r"(?<![A-Za-z0-9_./\\-])(--?[A-Za-z][A-Za-z0-9_]*(?:-[A-Za-z0-9_]+)*)(?![A-Za-z0-9_])"
+    r"(?<![A-Za-z0-9_./\\-])(--?[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*)(?![A-Za-z0-9_])"
 )
+NAME_RE = re.compile(r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+")
 
 
 def unread_options(answer: str, read: Iterable[str], *, cut: bool = False) -> list[str]:
@@ -39,5 +40,14 @@ def unread_options(answer: str, read: Iterable[str], *, cut: bool = False) -> li
     # A setting as a reference names it, without its dashes ("save-exact": npm documents its
     # settings so); a plain word ("force") is no setting.
     settings = {setting for text in texts for setting in hyphenated_names(text)}
+    # An underscore option's name the texts give without its dashes is a name, not an option
+    # claimed: "x = -max_size" after "max_size: the cache's limit".
+    names = {name for text in texts for name in NAME_RE.findall(text)}
     said = dict.fromkeys(OPTION_RE.findall(answer))
-    return [o for o in said if o not in given and o.removeprefix("--") not in settings]
+    return [
+        o
+        for o in said
+        if o not in given
+        and o.removeprefix("--") not in settings
+        and not ("_" in o and o.lstrip("-") in names)
+    ]
