@@ -5,10 +5,14 @@ documentation (eval/sqlitedocs) and Python's (eval/realdocs)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
+from engine.answering.evidence import Evidence
 from engine.answering.needs import met, question_needs
+from engine.answering.pipeline import _with_quoted_section
 from engine.knowledge.glossary import shared_glossary
+from engine.knowledge.models import Passage
 from engine.knowledge.query import parse_query
 from tests.real_pages import BASE, plan_for, planner_on_pages
 
@@ -83,3 +87,21 @@ def test_across_languages_the_quote_may_come_from_any_section_the_search_found(
     assert "enable or disable foreign key constraints" in plan.evidence.quote
     # its section leads the sources, where the reader checks the quote
     assert plan.passages[0].link == plan.evidence.link == f"{BASE}/foreignkeys.html#fk_enable"
+
+
+def test_the_passage_quoted_is_the_one_holding_the_quote_not_its_sections_first() -> None:
+    """A long section is several passages under one link (review): the one holding the
+    quote leads, once, whatever scores its copies carry."""
+    first = Passage("Page", "https://x.example/p", "It begins here.", heading="S", anchor="s")
+    second = replace(first, text="Run it with --undo to take it back.")
+    other = Passage("Page", "https://x.example/p", "Elsewhere.", heading="T", anchor="t")
+    evidence = Evidence(
+        "Page", first.url, "--undo — Run it with --undo to take it back.", first.link
+    )
+
+    chosen = _with_quoted_section([first, other], [first, other, second], evidence)
+    assert chosen == [second, first, other]
+    kept = _with_quoted_section(
+        [second, other], [second, other, replace(second, score=2.0)], evidence
+    )
+    assert kept == [second, other]

@@ -97,6 +97,7 @@ from engine.knowledge.models import Passage
 from engine.knowledge.store import KnowledgeBase
 
 PASSAGES_SEARCHED = 8  # per question, best first; step 4 keeps those of the answering article
+QUOTE_PROBE_CHARS = 40  # of a quote, what tells the passage it came from
 ENTRY_CANDIDATES = 200  # passages whose heading holds a name the question gives, looked at
 NAME_START_RE = re.compile(r"-*[A-Za-z_]")  # what an entry's name begins with
 COMMAND_PAGES = 3  # pages titled "npm-…": the site documents npm's commands one per page
@@ -340,19 +341,35 @@ def _with_rest_of_page(passages: list[Passage], found: list[Passage]) -> list[Pa
     question's words cannot rank a page's sections, so the search's order cut the answering
     one ("cargo yank を取り消すには": ``--undo``, the page's fourth) from the three a model
     would read, and the quote may come from any of them."""
-    return [*passages, *(p for p in found if p.url == passages[0].url and p not in passages)]
+    rest = [p for p in found if p.url == passages[0].url and not _among(p, passages)]
+    return [*passages, *rest]
 
 
 def _with_quoted_section(
     passages: list[Passage], quoted: list[Passage], evidence: Evidence
 ) -> list[Passage]:
-    """The quoted section first when the quote came from past ``passages`` (the rest of the
+    """The passage quoted first when the quote came from past ``passages`` (the rest of the
     page, ``_with_rest_of_page``): the sources list it first, where the reader checks the
-    quote, and a model reads it."""
-    if any(passage.link == evidence.link for passage in passages):
+    quote, and a model reads it. A long section is several passages under one link: the one
+    holding the quote's words."""
+    holding = [p for p in quoted if p.link == evidence.link and _holds(p, evidence.quote)]
+    if not holding or _among(holding[0], passages):
         return passages
-    section = next((passage for passage in quoted if passage.link == evidence.link), None)
-    return passages if section is None else [section, *passages][:PASSAGES_USED]
+    return [holding[0], *passages][:PASSAGES_USED]
+
+
+def _among(passage: Passage, passages: Sequence[Passage]) -> bool:
+    """The same text of the same section: a copy from another lookup (an opening, an entry)
+    differs in its scores only."""
+    key = (passage.url, passage.heading, passage.text)
+    return any((p.url, p.heading, p.text) == key for p in passages)
+
+
+def _holds(passage: Passage, quote: str) -> bool:
+    """Whether ``passage`` holds the quote's first words (after an entry's name the quote
+    may begin with, "--undo — Undo a yank…"), spaces aside."""
+    said = " ".join(quote.rsplit(" — ", 1)[-1].split())[:QUOTE_PROBE_CHARS].rstrip("…")
+    return said in " ".join(passage.text.split())
 
 
 def _not_on_site(language: Language, found: list[Passage]) -> Plan:

@@ -84,7 +84,8 @@ class Glossary:
     def english(self, word: str) -> tuple[str, ...]:
         """The English glosses of ``word``'s senses that say what it is, lowercase, those
         of its computing senses first, then the trade's words the dictionary lacks
-        (``trade_words.py``); () when it is neither's entry or the dictionary fails."""
+        (``trade_words.py``, which stand alone when the dictionary fails or has no such
+        entry); () when neither has it."""
         glosses = _english(self, word)
         return tuple(dict.fromkeys((*glosses, *TRADE_ENGLISH.get(word, ()))))
 

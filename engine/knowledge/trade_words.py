@@ -12,9 +12,10 @@ of six Japanese questions of the eval files against these: two for the better, f
 worse, by the passages it pushed out of the first eight.)
 
 Kept to words whose trade sense the dictionary lacks or files late, each with the English
-that reference pages write (a verb as its base form: the needs match its endings). A word is
-looked up as the question writes it, longest first, so a compound here (外部キー) is read
-before its parts.
+that reference pages write: a verb as its base form (the needs match its endings), no
+stopword such as "get", and no short form that begins other words, as "temp" does
+"template". A word is looked up as the question writes it, longest first, so a compound
+here (外部キー) is read before its parts.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ TRADE_ENGLISH: dict[str, tuple[str, ...]] = {
     # doing things to data
     "取り消す": ("undo", "revert"),
     "取り消し": ("undo", "revert"),
-    "取り出す": ("extract", "get"),
+    "取り出す": ("extract",),
     "抽出": ("extract",),
     "結合": ("join", "concatenate", "merge"),
     "連結": ("concatenate", "join"),
@@ -36,7 +37,7 @@ TRADE_ENGLISH: dict[str, tuple[str, ...]] = {
     "挿入": ("insert",),
     "削除": ("delete", "remove"),
     "除外": ("exclude", "ignore"),
-    "取得": ("get", "retrieve"),
+    "取得": ("retrieve", "fetch"),
     "更新": ("update", "upgrade"),
     "上書き": ("overwrite",),
     "並べ替え": ("sort",),
@@ -68,7 +69,7 @@ TRADE_ENGLISH: dict[str, tuple[str, ...]] = {
     "捕捉": ("catch",),
     "待機": ("wait",),
     "監視": ("watch", "monitor"),
-    "送信": ("send", "post"),
+    "送信": ("send",),
     "受信": ("receive",),
     # reading and writing
     "読み込む": ("read", "load"),
@@ -92,7 +93,7 @@ TRADE_ENGLISH: dict[str, tuple[str, ...]] = {
     "例外": ("exception",),
     "依存関係": ("dependency",),
     "環境変数": ("environment variable",),
-    "一時ファイル": ("temporary file", "temp"),
+    "一時ファイル": ("temporary file",),
     "外部キー": ("foreign key",),
     "主キー": ("primary key",),
     "一意": ("unique",),
