@@ -75,3 +75,50 @@ async def test_the_engine_answers_in_one_paragraph_then_quotes(
     assert "Minato-Free" in words and "\n\n" not in words
     assert "VPN" not in words
     assert quote.startswith("\u201cThe network is called Minato-Free.")
+
+
+# The default model's answer to "What is name mangling for class members whose names start
+# with two underscores?" (Python's documentation), in one line to the 256-token cap.
+RAMBLE = (
+    "In C++ terminology, normally class members (including the data members) are public "
+    "(except see below Private Variables), and all member functions are virtual. As in "
+    "Modula-3 terms, classes themselves can be objects. This provides semantics for importing "
+    "and renaming. Unlike C++ and Modula-3, built-in types can be used as base classes for "
+    "extension by the user. Also, like in Python, most built-in operators with special syntax "
+    "(arithmetic operators) are defined to work on all data types except those that implement "
+    "it directly. The sentence is referring to a convention of naming class members whose "
+    "names start with two underscores. This is not a feature of C++ but rather a feature of"
+)
+
+
+def test_a_paragraph_that_runs_on_ends_at_a_sentence_past_the_length() -> None:
+    pieces = [word + " " for word in RAMBLE.split(" ")]  # the space comes after the period
+    generation, emitted, backend = replay(pieces, paragraphs=1)
+
+    end = RAMBLE.index(".", 600) + 1  # the first sentence's end past 600 characters
+    assert generation.answer == RAMBLE[:end]
+    assert "".join(emitted).rstrip() == RAMBLE[:end]
+    assert backend.taken < len(pieces)  # the model was not asked for the rest
+    assert generation.finish_reason == "stop"
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("x" * 600 + " and on\nthe next line", "x" * 600 + " and on"),  # a line's end
+        ("x" * 600 + " 日本語です。続き", "x" * 600 + " 日本語です。"),  # a Japanese one
+        ("x" * 590 + " e.g. 3.12 stays. Then", "x" * 590 + " e.g. 3.12 stays."),  # "3.12"
+        ("short. " * 20, None),  # under the length: as before
+    ],
+)
+def test_past_the_length_a_sentence_or_a_line_ends_the_answer(text: str, kept: str | None) -> None:
+    limit = ParagraphLimit(1)
+    ends = [limit.feed(piece) for piece in text]  # a character a piece
+    found = next((end for end in ends if end is not None), None)
+
+    assert (text[:found] if found is not None else None) == kept
+
+
+def test_without_a_paragraph_limit_there_is_no_length_limit_either() -> None:
+    limit = ParagraphLimit(0)
+    assert all(limit.feed(piece) is None for piece in [RAMBLE, ". ", "\n\nMore."])
