@@ -265,13 +265,12 @@ class AnswerPlanner:
         ("--watch-path") above it."""
         # a call, an option, a setting: not a file type (".mjs") or a version ("3.12")
         names = [name for name in entry_names(asked) if NAME_START_RE.match(name)]
-        seen = {(p.url, p.heading, p.text) for p in found}
+        seen = {_section_text(p) for p in found}
         entries: list[Passage] = []
         for name in names:
             for passage in self.kb.headed(name.lower(), ENTRY_CANDIDATES):
-                new = (passage.url, passage.heading, passage.text) not in seen
-                if new and is_entry_of(passage, names):
-                    seen.add((passage.url, passage.heading, passage.text))
+                if _section_text(passage) not in seen and is_entry_of(passage, names):
+                    seen.add(_section_text(passage))
                     entries.append(passage)
         return entries[:PASSAGES_USED]
 
@@ -341,7 +340,8 @@ def _with_rest_of_page(passages: list[Passage], found: list[Passage]) -> list[Pa
     question's words cannot rank a page's sections, so the search's order cut the answering
     one ("cargo yank を取り消すには": ``--undo``, the page's fourth) from the three a model
     would read, and the quote may come from any of them."""
-    rest = [p for p in found if p.url == passages[0].url and not _among(p, passages)]
+    held = {_section_text(p) for p in passages}
+    rest = [p for p in found if p.url == passages[0].url and _section_text(p) not in held]
     return [*passages, *rest]
 
 
@@ -353,16 +353,15 @@ def _with_quoted_section(
     quote, and a model reads it. A long section is several passages under one link: the one
     holding the quote's words."""
     holding = [p for p in quoted if p.link == evidence.link and _holds(p, evidence.quote)]
-    if not holding or _among(holding[0], passages):
+    if not holding or _section_text(holding[0]) in {_section_text(p) for p in passages}:
         return passages
     return [holding[0], *passages][:PASSAGES_USED]
 
 
-def _among(passage: Passage, passages: Sequence[Passage]) -> bool:
-    """The same text of the same section: a copy from another lookup (an opening, an entry)
+def _section_text(passage: Passage) -> tuple[str, str, str]:
+    """What makes two passages the same: a copy from another lookup (an opening, an entry)
     differs in its scores only."""
-    key = (passage.url, passage.heading, passage.text)
-    return any((p.url, p.heading, p.text) == key for p in passages)
+    return passage.url, passage.heading, passage.text
 
 
 def _holds(passage: Passage, quote: str) -> bool:

@@ -87,7 +87,9 @@ class Glossary:
         (``trade_words.py``, which stand alone when the dictionary fails or has no such
         entry); () when neither has it."""
         glosses = _english(self, word)
-        return tuple(dict.fromkeys((*glosses, *TRADE_ENGLISH.get(word, ()))))
+        if word not in TRADE_ENGLISH:  # nearly every lookup: the cached glosses as they are
+            return glosses
+        return tuple(dict.fromkeys((*glosses, *TRADE_ENGLISH[word])))
 
     def words(self, run: str, grammar: Sequence[bool]) -> list[tuple[int, int, tuple[str, ...]]]:
         """The dictionary words of a Japanese ``run`` as (start, end, English glosses), read
