@@ -615,7 +615,9 @@ def _with_entry_name(passage: Passage, quote: str) -> str:
     # An option's anchor holds its name without the dashes ("--num-callers", "opt.num-callers"),
     # Node.js's without the dots and brackets ("os.tmpdir()": "ostmpdir")
     named_by_anchor = _letters(bare.lstrip("-")) in _letters(passage.anchor or "")
-    if not (bare and looks_like_code and named_by_anchor):
+    # or, with no anchor of its own (a manual page's "--amend", "gc.auto"), by its first line
+    named = named_by_anchor or bare.startswith("-") or passage.text.startswith(bare)
+    if not (bare and looks_like_code and named):
         return quote
     signature = passage.text.split("\n", 1)[0].strip()
     if signature.startswith(bare) and len(signature) <= MAX_SIGNATURE_CHARS:

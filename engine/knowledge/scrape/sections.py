@@ -17,6 +17,7 @@ extractor (trafilatura), which reads article-like pages well.
 from __future__ import annotations
 
 import re
+from copy import deepcopy
 from dataclasses import dataclass, replace
 
 from lxml import html as lxml_html
@@ -78,6 +79,9 @@ LABEL_MAX_CHARS = 150  # longer bold words are a paragraph in bold, not a label
 # "2.1. " of "2.1. Checkpointing": not "2024 " of a heading, nor a release's "2.1 (2024-03-01)"
 SECTION_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)*\.\s+(?=[A-Za-z])")
 OPTION_RE = re.compile(r"--?[A-Za-z][\w-]*")  # a command-line option, as an entry's name
+SETTING_RE = re.compile(
+    r"[a-z][\w-]*(?:\.(?:[\w-]+|<[\w-]+>))+"
+)  # "gc.auto", "branch.<name>.remote"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +115,7 @@ def page_sections(html: bytes, root: _Element | None = None) -> Page | None:
     main = _main_container(root)
     if main is None:
         return None
+    main, joined = _with_title_block(root, main)
     _drop_chrome(main)
     _history_as_added_in(main)
     sections = _Splitter().split(main)
@@ -120,13 +125,31 @@ def page_sections(html: bytes, root: _Element | None = None) -> Page | None:
     if sum(len(section.text) for section in sections) < MIN_MAIN_CHARS:
         return None
     title = sections[0].path[0] if sections[0].path else _document_title(root)
-    if framed:
+    if framed or joined:  # "git-add(1)", not its heading's "git-add(1) Manual Page"
         title = _document_title(root) or title
     if not sections[0].path and _spaced(sections[0].text).strip() == title and sections[1:]:
         sections = sections[1:]  # the theme's banner of the page's title: no text of its own
     elif not sections[0].path:  # text before the first heading: under the page's title
         sections[0] = Section((title,), None, sections[0].text)
     return Page(title, tuple(sections), canonical_of(root))
+
+
+def _with_title_block(root: _Element, main: _Element) -> tuple[_Element, bool]:
+    """``main``, or when the page's title (its ``<h1>``) sits in a block just before it, both
+    in one ``<div>`` (copies), and whether they were joined. AsciiDoc's manual pages (Git's)
+    put the title and the NAME line ("git-gc - Cleanup unnecessary files and optimize the
+    local repository") in a header before ``#content``: read without it, every page was
+    titled "SYNOPSIS", and what a command does was nowhere."""
+    if next(main.iter("h1"), None) is not None:
+        return main, False
+    title = next(root.iter("h1"), None)
+    ancestors = title.iterancestors() if title is not None else iter(())
+    header = next((block for block in ancestors if block.getnext() is main), None)
+    if header is None:
+        return main, False
+    holder = lxml_html.Element("div")
+    holder.extend([deepcopy(header), deepcopy(main)])
+    return holder, True
 
 
 def _without_banner(sections: list[Section]) -> list[Section]:
@@ -263,7 +286,7 @@ class _Splitter:
         tag = element.tag if isinstance(element.tag, str) else ""
         if tag in HEADING_TAGS:
             self._heading(element, HEADING_TAGS[tag])
-        elif tag == "dt" and _entry_id(element):
+        elif tag == "dt" and (_entry_id(element) or _names_setting(element)):
             self._entry(element)
         elif tag == "p" and (label := _label_of(element)) is not None:
             self._label(*label)
@@ -319,12 +342,18 @@ class _Splitter:
         """An API entry, a glossary term or an option (``<dt id=...>``, or DocBook's ``<dt><a
         name=...>``): a section of its own, named by
             its first words under the headings above it, until its list ends."""
-        self._close_section()
         name = _entry_name(heading_text(term))
         dl = term.getparent()
-        self.entries = [entry for entry in self.entries if entry[0] is not dl]
-        self.entries.append((dl, name, _entry_id(term)))
-        self.anchor = _entry_id(term)
+        before = term.getprevious()
+        follows = before is not None and before.tag == "dt" and not _entry_id(term)
+        if follows and self.entries and self.entries[-1][0] is dl:
+            _, names, anchor = self.entries[-1]  # "-m <msg>" then "--message=<msg>": one option
+            self.entries[-1] = (dl, f"{names}, {name}", anchor)
+        else:
+            self._close_section()
+            self.entries = [entry for entry in self.entries if entry[0] is not dl]
+            self.entries.append((dl, name, _entry_id(term) or self.heading_anchor or ""))
+            self.anchor = self.entries[-1][2] or None
         self.line.append(heading_text(term))
         self._break()
 
@@ -368,6 +397,14 @@ def _entry_id(term: _Element) -> str:
     if first is not None and first.tag == "a" and first.get("href") is None:
         return str(first.get("id") or first.get("name") or "")
     return _anchor_before(term) or ""  # SQLite's: <a name="abs"></a><dt>abs(X)</dt>
+
+
+def _names_setting(term: _Element) -> bool:
+    """Whether a ``<dt>`` no link points to names an option or a setting ("--amend", "-m
+    <msg>", "gc.auto"): a manual page's entry all the same (AsciiDoc's, Git's), whose
+    description says what that name does."""
+    text = heading_text(term)
+    return OPTION_RE.match(text) is not None or SETTING_RE.fullmatch(text) is not None
 
 
 def _anchor_before(element: _Element) -> str | None:

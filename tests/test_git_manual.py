@@ -1,0 +1,69 @@
+"""Git's manual pages (eval/gitdocs: AsciiDoc's HTML, as Debian's git-doc ships it): the
+title and NAME line in a header before the content, options as definition lists no link
+points to, and a two-letter name a trap writes in capitals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.answering.pipeline import AnswerPlanner
+from engine.knowledge.scrape.sections import page_sections
+from tests.real_pages import plan_for, planner_on_pages
+
+SITE = Path(__file__).resolve().parent.parent / "eval" / "gitdocs" / "site"
+PAGES = (
+    "git-gc.html",
+    "git-commit.html",
+    "git-clone.html",
+    "git-mergetool.html",
+    "git-merge.html",
+    "githooks.html",
+    "git-log.html",
+)
+
+
+@pytest.fixture(scope="module")
+def planner(tmp_path_factory: pytest.TempPathFactory) -> AnswerPlanner:
+    return planner_on_pages(tmp_path_factory.mktemp("git") / "kb.sqlite3", SITE, PAGES)
+
+
+def test_a_manual_page_keeps_its_title_and_name_line_from_the_header_before_its_content() -> None:
+    page = page_sections((SITE / "git-gc.html").read_bytes())
+
+    assert page is not None
+    assert page.title == "git-gc(1)"  # not "SYNOPSIS", its content's first heading
+    name = page.sections[0]
+    assert name.path[-1] == "NAME"
+    assert "Cleanup unnecessary files and optimize the local repository" in name.text
+    assert page.sections[1].path[-1] == "SYNOPSIS"
+
+
+def test_options_no_link_points_to_are_entries_with_their_sections_link() -> None:
+    page = page_sections((SITE / "git-commit.html").read_bytes())
+
+    assert page is not None
+    entries = {section.path[-1]: section for section in page.sections}
+    amend = entries["--amend"]
+    assert amend.path[-2] == "OPTIONS" and amend.anchor == "_options"
+    assert amend.text.startswith("--amend\nReplace the tip of the current branch")
+    # two terms before one description are two names of one option
+    assert entries["-m, --message"].text.startswith("-m <msg>\n--message=<msg>\nUse the given")
+
+
+def test_a_quote_from_an_options_entry_says_which_option(planner: AnswerPlanner) -> None:
+    plan = plan_for(
+        planner, "Which git commit option replaces the tip of the current branch with a new commit?"
+    )
+
+    assert plan.evidence is not None
+    assert plan.evidence.quote.startswith("--amend — Replace the tip of the current branch")
+
+
+def test_what_a_command_flag_does_is_the_commands_page_not_a_hook_run_by_it(
+    planner: AnswerPlanner,
+) -> None:
+    plan = plan_for(planner, "What does git gc --auto do?")
+
+    assert plan.sources and all(url.endswith("/git-gc.html") for url in plan.sources)
