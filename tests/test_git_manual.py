@@ -67,3 +67,16 @@ def test_what_a_command_flag_does_is_the_commands_page_not_a_hook_run_by_it(
     plan = plan_for(planner, "What does git gc --auto do?")
 
     assert plan.sources and all(url.endswith("/git-gc.html") for url in plan.sources)
+
+
+def test_a_two_letter_name_in_capitals_the_site_never_writes_is_not_on_it(
+    planner: AnswerPlanner,
+) -> None:
+    # "ai" is in "%ai" (a date format of git log) and in words; "AI" is nowhere
+    trap = plan_for(
+        planner, "Which git merge strategy resolves conflicts automatically with an AI model?"
+    )
+    asked = plan_for(planner, "Which git merge strategy resolves conflicts automatically?")
+
+    assert trap.step == "not_on_site"
+    assert asked.step != "not_on_site"

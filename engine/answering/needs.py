@@ -270,11 +270,12 @@ def version_names(question: str) -> list[str]:
 # A name written in capitals ("CUDA", "GPU", "TLS"): a technology or a product, not a typo of a
 # word the site has, so documentation that never mentions it does not answer about it ("How do
 # I check CUDA GPU memory leaks with Memcheck?" meets Memcheck's page in every other word).
-ACRONYM_RE = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]{2,7})(?![\w-])")
+ACRONYM_RE = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]{1,7})(?![\w-])")
+SHORT_ACRONYM_CHARS = 2  # "AI", "UI": inside a word ("main") on every site, so read whole
 
 
 def acronyms(question: str) -> list[str]:
-    """The names ``question`` writes in capitals, three letters or more, lowercase; none in a
+    """The names ``question`` writes in capitals, two letters or more, lowercase; none in a
     question written all in capitals (shouted, not named)."""
     if question.upper() == question:
         return []
