@@ -5,6 +5,7 @@ function") brings the one before it, and a glossary term is quoted by its defini
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from engine.answering.evidence import entries_named, find_evidence
@@ -338,3 +339,18 @@ def test_a_sentence_saying_what_the_command_before_it_did_brings_the_command() -
 
     assert evidence is not None
     assert evidence.quote.startswith("$ cargo test -- --test-threads=1 We set the number")
+
+
+def test_a_japanese_question_naming_an_option_is_its_entrys_not_the_release_notes() -> None:
+    """既定値 is "default value" in the dictionary: Valgrind's release notes say it ("The
+    --num-callers flag now has a default value of 12"), the option's entry says "[default:
+    12]"; across languages, the option the question names in the page's letters decides."""
+    (entry,) = entry_passages(VALGRIND_PAGE, "opt.num-callers")
+    news_url = "http://docs.example/dist.news.old.html"
+    news = Passage("Valgrind Release Notes", news_url, "The --num-callers flag now has a default"
+                   " value of 12.", heading="OLDER NEWS", similarity=0.18)  # fmt: skip
+    found = [replace(entry, similarity=0.33), news]
+
+    used = on_site_passages("--num-callers の既定値はいくつですか？", found)  # noqa: RUF001
+
+    assert [passage.url for passage in used] == [entry.url]

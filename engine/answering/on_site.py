@@ -45,7 +45,7 @@ it) may be.
 from __future__ import annotations
 
 from collections.abc import Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.answering.evidence import asks_for_number, entries_named, entry_name, is_entry_of
 from engine.answering.needs import Need, entry_names, met, question_needs
@@ -198,8 +198,11 @@ def _entry_article(
     site_terms: Set[str],
 ) -> BestArticle | None:
     """The article of an entry the question names, when it meets the question as well as
-    ``best`` does (a tie the search's order would otherwise break); None when ``best`` holds
-    one already."""
+    ``best`` does (a tie the search's order would otherwise break), or, across languages,
+    its names as well: the other words are met only through a dictionary's English
+    ("--num-callers の既定値は": 既定値 is "default value", which release notes say, "now
+    has a default value of 12", where the option's entry says "[default: 12]"). None when
+    ``best`` holds one already."""
     if any(entry.url == best.url for entry in entries):
         return None
     for entry in filter(_heading_is_a_name, entries):
@@ -207,6 +210,8 @@ def _entry_article(
         rival = best_article(question, own, site_terms)
         if rival.share >= best.share:
             return rival
+        if best.across_languages and rival.latin_share >= best.latin_share:
+            return replace(rival, share=1.0)
     return None
 
 
