@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from engine.answering.on_site import on_site_passages
 from engine.answering.pipeline import AnswerPlanner
+from engine.knowledge.models import Passage
 from engine.knowledge.scrape.sections import page_sections
 from tests.real_pages import plan_for, planner_on_pages
 
@@ -67,6 +69,25 @@ def test_what_a_command_flag_does_is_the_commands_page_not_a_hook_run_by_it(
     plan = plan_for(planner, "What does git gc --auto do?")
 
     assert plan.sources and all(url.endswith("/git-gc.html") for url in plan.sources)
+    assert plan.evidence is not None
+    assert plan.evidence.quote.startswith("--auto — With this option, git gc checks whether")
+
+
+def test_an_options_entry_comes_before_its_pages_sections_named_by_its_title() -> None:
+    """The search found three sections of git gc's page (named by its title, "git-gc"), not
+    the --auto entry, which was looked up by its name: it came fourth and was left out."""
+    page = page_sections((SITE / "git-gc.html").read_bytes())
+    assert page is not None
+    url = "http://docs.example/git-gc.html"
+    passages = {
+        section.path[-1]: Passage(page.title, url, section.text, heading=section.heading)
+        for section in page.sections
+    }
+    found = [passages[name] for name in ("DESCRIPTION", "gc.autoDetach", "HOOKS")]
+
+    used = on_site_passages("What does git gc --auto do?", found, looked_up=[passages["--auto"]])
+
+    assert used[0] is passages["--auto"]
 
 
 def test_a_two_letter_name_in_capitals_the_site_never_writes_is_not_on_it(
