@@ -3,6 +3,8 @@ main content split into sections, without the chrome; text a site repeats stored
 
 from __future__ import annotations
 
+import sqlite3
+from contextlib import closing
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -268,6 +270,25 @@ def test_a_shared_block_is_kept_in_the_page_that_collects_the_blocks() -> None:
     texts = ["\n".join(s.text for s in a.sections) for a in kept]
     assert all(block in texts[-1] for block in blocks)
     assert not any(block in text for block in blocks for text in texts[:-1])
+
+
+def test_two_rescrapes_of_one_site_give_one_knowledge_base_whatever_fetch_ended_first(
+    tmp_path: Path,
+) -> None:
+    """Valgrind's FAQ.html and QuickStart.html are the same cover page: which one was kept
+    followed the order the fetches ended, and so did the passages' order."""
+    one = article("http://x.example/b.html", "The same cover page, release 3.19.0.")
+    other = replace(one, url="http://x.example/a.html")
+    pages = article("http://x.example/c.html", "A page of its own.")
+    built = []
+    for order, name in (([one, other, pages], "1"), ([pages, other, one], "2")):
+        path = tmp_path / f"kb{name}.sqlite3"
+        build_kb(path, path, order, [], datetime.now(UTC))
+        with closing(sqlite3.connect(path)) as conn:
+            built.append(conn.execute("SELECT url, body FROM passages ORDER BY rowid").fetchall())
+
+    assert built[0] == built[1]
+    assert [url for url, _ in built[0]] == ["http://x.example/a.html", "http://x.example/c.html"]
 
 
 def test_passages_carry_their_section_and_link_to_it(tmp_path: Path) -> None:

@@ -67,12 +67,15 @@ def build_kb(
     embedder: Embedder | None = None,
 ) -> tuple[int, int]:
     """Fill the empty file ``target``; return its (article, passage) counts. CPU-bound (the
-    vectors of new passages): call it from a worker thread."""
+    vectors of new passages): call it from a worker thread. The pages go in by address, not
+    in the order their fetches ended: two rescrapes of one site give the same file (which of
+    two identical pages is kept, the passages' order that breaks the search's ties)."""
     with closing(open_for_build(target)) as conn:
         if kept:
             _copy_kept(conn, previous, kept)
         with conn:
-            _insert_articles(conn, without_repeats(articles, kept), now)
+            by_address = sorted(articles, key=lambda article: article.url)
+            _insert_articles(conn, without_repeats(by_address, kept), now)
             _embed_new_passages(conn, embedder or shared_embedder())
             conn.execute("INSERT INTO meta VALUES ('rescraped_at', ?)", (now.isoformat(),))
         counts = (
