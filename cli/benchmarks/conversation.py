@@ -50,7 +50,7 @@ from engine.knowledge.scrape.builder import build_kb
 
 CACHED = "cached"
 UNCACHED = "uncached"
-TARGET_RATIO = 1.5  # with the cache, the last turn's time to first token over the first's
+TARGET_RATIO = 1.15  # with the cache, turn 8's time to first token over the first's: issue 28
 VISITOR = "bench-visitor"
 # From two history turns before the last exchange on, a turn's saved state holds more than the
 # system prompt every question shares, so the cache must serve it (turn 3 onwards).
