@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.answering.needs import SHORT_CAPITALS_WEIGHT, question_needs
 from engine.answering.on_site import on_site_passages
 from engine.answering.pipeline import AnswerPlanner
 from engine.knowledge.models import Passage
@@ -54,6 +55,32 @@ def test_options_no_link_points_to_are_entries_with_their_sections_link() -> Non
     assert entries["-m, --message"].text.startswith("-m <msg>\n--message=<msg>\nUse the given")
 
 
+def test_an_option_the_entry_rule_misses_is_no_part_of_the_option_before_it() -> None:
+    """ "-4" before "--ipv4" (and "--3way", "--[no-]signed") begin options too: read as text,
+    the next option was merged into the entry before them, with their description."""
+    page = page_sections((SITE / "git-fetch.html").read_bytes())
+
+    assert page is not None
+    entries = {section.path[-1]: section for section in page.sections}
+    assert "-4, --ipv4" in entries and "-6, --ipv6" in entries
+    assert "IPv4" not in entries["--no-show-forced-updates"].text
+
+
+def test_a_site_banners_heading_before_the_content_is_not_the_pages_title() -> None:
+    banner = (
+        b"<html><head><title>Installing</title></head><body><header class='site'>"
+        b"<h1>Acme Docs</h1><p>Fast widgets for everyone</p></header><div id='content'>"
+        b"<h2>Installing</h2><p>Run the installer and follow what it says on screen.</p>"
+        b"</div></body></html>"
+    )
+
+    page = page_sections(banner)
+
+    assert page is not None
+    assert [section.path for section in page.sections] == [("Installing",)]
+    assert "Fast widgets" not in page.sections[0].text
+
+
 def test_a_quote_from_an_options_entry_says_which_option(planner: AnswerPlanner) -> None:
     plan = plan_for(
         planner, "Which git commit option replaces the tip of the current branch with a new commit?"
@@ -90,10 +117,10 @@ def test_an_options_entry_comes_before_its_pages_sections_named_by_its_title() -
     assert used[0] is passages["--auto"]
 
 
-def test_a_two_letter_name_in_capitals_the_site_never_writes_is_not_on_it(
+def test_a_two_letter_name_in_capitals_the_site_lacks_weighs_as_a_word(
     planner: AnswerPlanner,
 ) -> None:
-    # "ai" is in "%ai" (a date format of git log) and in words; "AI" is nowhere
+    # "ai" weighed as two letters, the rest of the question met git mergetool's page
     trap = plan_for(
         planner, "Which git merge strategy resolves conflicts automatically with an AI model?"
     )
@@ -101,3 +128,10 @@ def test_a_two_letter_name_in_capitals_the_site_never_writes_is_not_on_it(
 
     assert trap.step == "not_on_site"
     assert asked.step != "not_on_site"
+
+
+def test_two_capitals_weigh_as_a_name_but_not_after_a_number() -> None:
+    weights = {need.forms[0]: need.weight for need in question_needs("An AI model after 4 PM?")}
+
+    assert weights["ai"] == SHORT_CAPITALS_WEIGHT
+    assert weights["pm"] == len("pm")  # a time: the page may say "16:50"

@@ -63,10 +63,18 @@ class Need:
     named: bool = False  # a word rare in English: a name or a term ("yaml", "mkdtemp")
 
 
+# Two capitals ("an AI model", "UI"): a name, weighed as a word is, not as two letters (the
+# weight of a need is its length): a page that lacks it must lack something of weight. Not
+# after a number ("4 PM": the ferry's timetable says "16:50").
+SHORT_CAPITALS_RE = re.compile(r"(?<![\w/-])(?<!\d )([A-Z]{2})(?![\w/-])")
+SHORT_CAPITALS_WEIGHT = 6
+
+
 def question_needs(question: str) -> list[Need]:
     """What a passage must hold to answer ``question``, as the search reads it; [] for a
     question of stopwords and grammar only."""
     needs: list[Need] = []
+    capitals = {m.group(1).lower() for m in SHORT_CAPITALS_RE.finditer(question)}
     for word in WORD_RE.findall(question.lower()):
         for run, is_cjk in script_runs(word):
             if is_cjk:
@@ -74,8 +82,9 @@ def question_needs(question: str) -> list[Need]:
             elif run not in STOPWORDS:
                 optional = run in FRAMING_WORDS
                 named = not optional and not is_common_word(run)
+                weight = SHORT_CAPITALS_WEIGHT if run in capitals else len(run)
                 needs += [
-                    Need((term, *ALSO_MET_BY.get(term, ())), len(run), optional, named)
+                    Need((term, *ALSO_MET_BY.get(term, ())), weight, optional, named)
                     for term in latin_terms(run)
                 ]
     # A version named is a name: on a page that answers, as it is ("3.12", not "12").
@@ -270,12 +279,11 @@ def version_names(question: str) -> list[str]:
 # A name written in capitals ("CUDA", "GPU", "TLS"): a technology or a product, not a typo of a
 # word the site has, so documentation that never mentions it does not answer about it ("How do
 # I check CUDA GPU memory leaks with Memcheck?" meets Memcheck's page in every other word).
-ACRONYM_RE = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]{1,7})(?![\w-])")
-SHORT_ACRONYM_CHARS = 2  # "AI", "UI": inside a word ("main") on every site, so read whole
+ACRONYM_RE = re.compile(r"(?<![\w-])([A-Z][A-Z0-9]{2,7})(?![\w-])")
 
 
 def acronyms(question: str) -> list[str]:
-    """The names ``question`` writes in capitals, two letters or more, lowercase; none in a
+    """The names ``question`` writes in capitals, three letters or more, lowercase; none in a
     question written all in capitals (shouted, not named)."""
     if question.upper() == question:
         return []

@@ -75,7 +75,6 @@ from engine.answering.history import (
     search_text,
 )
 from engine.answering.needs import (
-    SHORT_ACRONYM_CHARS,
     acronyms,
     capital_phrases,
     code_names,
@@ -232,7 +231,7 @@ class AnswerPlanner:
         entries of the names it gives, ``looked_up``; [] when it is not on the site."""
         names = code_names(asked)  # "itertools.batched()" must be on the site,
         unknown = sorted(set(names) - self.kb.mentions(names, whole=True))
-        unknown += self._unknown_acronyms(asked)  # "CUDA", "an AI model"
+        unknown += sorted(set(acronyms(asked)) - self.kb.mentions(acronyms(asked)))  # "CUDA"
         unknown += self._unknown_commands(asked)  # "npm deploy"
         runs = capital_phrases(asked)  # "CREATE PROCEDURE", where "procedure" is a word
         written = self.kb.mentions([way for ways in runs for way in ways])
@@ -247,15 +246,6 @@ class AnswerPlanner:
             follow_up_of=searched if searched != asked else "",
             looked_up=looked_up,
         )
-
-    def _unknown_acronyms(self, asked: str) -> list[str]:
-        """The names ``asked`` writes in capitals that the site never mentions; a two-letter
-        one as the site would write it ("AI", not the "ai" in "maintain" or "%ai")."""
-        capitals = acronyms(asked)
-        short = {name for name in capitals if len(name) <= SHORT_ACRONYM_CHARS}
-        written = {name.lower() for name in self.kb.writes([name.upper() for name in short])}
-        longer = [name for name in capitals if name not in short]
-        return sorted((short - written) | (set(longer) - self.kb.mentions(longer)))
 
     def _unknown_capitalised(self, asked: str) -> list[str]:
         """The common words ``asked`` capitalises as names that the site never writes so,

@@ -114,22 +114,6 @@ class KnowledgeBase:
                 return {name for name in names if conn.execute(MENTION_SQL, (name,)).fetchone()}
             return {name for name in names if _names_whole(conn, name)}
 
-    def writes(self, names: list[str]) -> set[str]:
-        """Which of ``names`` some passage writes as they are, as a name of its own: "AI" is
-        not the "%ai" of a date format nor the "ai/" of a branch's name."""
-        if not names or not self.path.exists():
-            return set()
-        with closing(open_readonly(self.path)) as conn:
-            if not has_current_schema(conn):
-                return set()
-            return {
-                name
-                for name in names
-                if _any_text_matches(
-                    conn, CASED_TEXTS_SQL, name.lower(), rf"(?<![\w/%]){re.escape(name)}(?![\w/])"
-                )
-            }
-
     def capitalises(self, words: list[str]) -> set[str]:
         """Which of ``words`` (lowercase) some passage writes capitalised other than as a
         sentence's first word, as a name: "Go" is no name on a page that says "go" and

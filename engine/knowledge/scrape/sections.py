@@ -79,6 +79,8 @@ LABEL_MAX_CHARS = 150  # longer bold words are a paragraph in bold, not a label
 # "2.1. " of "2.1. Checkpointing": not "2024 " of a heading, nor a release's "2.1 (2024-03-01)"
 SECTION_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)*\.\s+(?=[A-Za-z])")
 OPTION_RE = re.compile(r"--?[A-Za-z][\w-]*")  # a command-line option, as an entry's name
+# ... and as a manual's term begins it: "-4", "--3way", "--[no-]signed", "-<n>" too
+OPTION_TERM_RE = re.compile(r"--?(?:\[no-\])?[A-Za-z0-9<]")
 SETTING_RE = re.compile(
     r"[a-z][\w-]*(?:\.(?:[\w-]+|<[\w-]+>))+"
 )  # "gc.auto", "branch.<name>.remote"
@@ -143,9 +145,11 @@ def _with_title_block(root: _Element, main: _Element) -> tuple[_Element, bool]:
     if next(main.iter("h1"), None) is not None:
         return main, False
     title = next(root.iter("h1"), None)
-    ancestors = title.iterancestors() if title is not None else iter(())
-    header = next((block for block in ancestors if block.getnext() is main), None)
-    if header is None:
+    named = _document_title(root)
+    if title is None or not named or not heading_text(title).startswith(named):
+        return main, False  # a site's banner ("Acme Docs"), not this page's title
+    header = next((block for block in title.iterancestors() if block.getnext() is main), None)
+    if header is None or header.tag == "header" or header.get("role") == "banner":
         return main, False
     holder = lxml_html.Element("div")
     holder.extend([deepcopy(header), deepcopy(main)])
@@ -270,7 +274,9 @@ class _Splitter:
     def __init__(self) -> None:
         self.sections: list[Section] = []
         self.path: list[tuple[int, str]] = []  # (level, text) of the headings above
-        self.entries: list[tuple[_Element, str, str]] = []  # open API entries: (dl, name, id)
+        self.entries: list[
+            tuple[_Element, str, str | None]
+        ] = []  # open API entries: (dl, name, id)
         self.anchor: str | None = None
         self.heading_anchor: str | None = None
         self.lines: list[str] = []
@@ -286,7 +292,7 @@ class _Splitter:
         tag = element.tag if isinstance(element.tag, str) else ""
         if tag in HEADING_TAGS:
             self._heading(element, HEADING_TAGS[tag])
-        elif tag == "dt" and (_entry_id(element) or _names_setting(element)):
+        elif tag == "dt" and _is_entry(element):
             self._entry(element)
         elif tag == "p" and (label := _label_of(element)) is not None:
             self._label(*label)
@@ -345,15 +351,16 @@ class _Splitter:
         name = _entry_name(heading_text(term))
         dl = term.getparent()
         before = term.getprevious()
-        follows = before is not None and before.tag == "dt" and not _entry_id(term)
-        if follows and self.entries and self.entries[-1][0] is dl:
+        follows = before is not None and before.tag == "dt" and _is_entry(before)
+        if follows and not _entry_id(term) and self.entries and self.entries[-1][0] is dl:
             _, names, anchor = self.entries[-1]  # "-m <msg>" then "--message=<msg>": one option
-            self.entries[-1] = (dl, f"{names}, {name}", anchor)
+            if name not in names.split(", "):  # "--force-with-lease=<refname>" after it
+                self.entries[-1] = (dl, f"{names}, {name}", anchor)
         else:
             self._close_section()
             self.entries = [entry for entry in self.entries if entry[0] is not dl]
-            self.entries.append((dl, name, _entry_id(term) or self.heading_anchor or ""))
-            self.anchor = self.entries[-1][2] or None
+            self.entries.append((dl, name, _entry_id(term) or self.heading_anchor))
+            self.anchor = self.entries[-1][2]
         self.line.append(heading_text(term))
         self._break()
 
@@ -399,12 +406,17 @@ def _entry_id(term: _Element) -> str:
     return _anchor_before(term) or ""  # SQLite's: <a name="abs"></a><dt>abs(X)</dt>
 
 
+def _is_entry(term: _Element) -> bool:
+    """Whether a ``<dt>`` is an entry: a link points to it, or it names an option or a setting."""
+    return bool(_entry_id(term)) or _names_setting(term)
+
+
 def _names_setting(term: _Element) -> bool:
     """Whether a ``<dt>`` no link points to names an option or a setting ("--amend", "-m
     <msg>", "gc.auto"): a manual page's entry all the same (AsciiDoc's, Git's), whose
     description says what that name does."""
     text = heading_text(term)
-    return OPTION_RE.match(text) is not None or SETTING_RE.fullmatch(text) is not None
+    return OPTION_TERM_RE.match(text) is not None or SETTING_RE.fullmatch(text) is not None
 
 
 def _anchor_before(element: _Element) -> str | None:
