@@ -81,9 +81,11 @@ SECTION_NUMBER_RE = re.compile(r"^\d+(?:\.\d+)*\.\s+(?=[A-Za-z])")
 OPTION_RE = re.compile(r"--?[A-Za-z][\w-]*")  # a command-line option, as an entry's name
 # ... and as a manual's term begins it: "-4", "--3way", "--[no-]signed", "-<n>" too
 OPTION_TERM_RE = re.compile(r"--?(?:\[no-\])?[A-Za-z0-9<]")
-SETTING_RE = re.compile(
-    r"[a-z][\w-]*(?:\.(?:[\w-]+|<[\w-]+>))+"
-)  # "gc.auto", "branch.<name>.remote"
+# ... and a setting's name, as a configuration reference's term: "gc.auto", "branch.<name>.remote"
+SETTING_RE = re.compile(r"[a-z][\w-]*(?:\.(?:[\w-]+|<[\w-]+>))+")
+
+
+OpenEntry = tuple[_Element, str, str | None]  # (its list, its name, its anchor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,9 +276,7 @@ class _Splitter:
     def __init__(self) -> None:
         self.sections: list[Section] = []
         self.path: list[tuple[int, str]] = []  # (level, text) of the headings above
-        self.entries: list[
-            tuple[_Element, str, str | None]
-        ] = []  # open API entries: (dl, name, id)
+        self.entries: list[OpenEntry] = []  # the API entries open, innermost last
         self.anchor: str | None = None
         self.heading_anchor: str | None = None
         self.lines: list[str] = []
