@@ -22,8 +22,9 @@ from engine.knowledge.scrape.extract import NoArticleText, extract_article
 from engine.knowledge.scrape.fetch import Response, SiteFetcher
 from engine.knowledge.scrape.frontier import Frontier, Visit
 from engine.knowledge.scrape.hosts import NOT_ALLOWED
-from engine.knowledge.scrape.links import hints_of, parse_page
+from engine.knowledge.scrape.links import PageHints, hints_of, parse_page
 from engine.knowledge.scrape.progress import ProgressReporter
+from engine.knowledge.scrape.sections import Page
 from engine.knowledge.scrape.stopping import StopCheck, run_until_stopped
 
 NOINDEX = "noindex (the page asks not to be kept)"
@@ -117,15 +118,12 @@ class Crawl:
         url = visit.url
         if response.url != url:
             self._frontier.seen(response.url)  # a link to where it redirected is not read again
-        root = await asyncio.to_thread(parse_page, response.body, response.url)
-        hints = await asyncio.to_thread(hints_of, root, response.url, response.robots_tag)
+        hints, page = await asyncio.to_thread(_read_page, response, url)
         if hints.noindex:
             self._not_read(url, NOINDEX, "skipped")
             return hints.links
-        try:
-            page = await asyncio.to_thread(extract_article, response.body, url, root)
-        except NoArticleText as error:
-            self._fail(visit, str(error), keep_old=False)
+        if isinstance(page, NoArticleText):
+            self._fail(visit, str(page), keep_old=False)
             return hints.links
         article = page.article(url, response.etag, response.last_modified)
         self.outcome.articles.append(replace(article, canonical=hints.canonical, links=hints.links))
@@ -166,3 +164,20 @@ def _conditional_headers(validators: Validators | None) -> dict[str, str]:
     if last_modified:
         headers["If-Modified-Since"] = last_modified
     return headers
+
+
+def _read_page(response: Response, url: str) -> tuple[PageHints, Page | NoArticleText]:
+    """The page's hints and, unless they say noindex, its text, in one thread: the text is
+    read from the tree the hints were read from, changing it, and lxml does not promise a
+    tree is safe in another thread than the one that parsed it (its names live in that
+    thread's dictionary, which goes on parsing other pages). An eval's engine died once at a
+    rescrape's start with "double free or corruption" while three threads took turns at each
+    page: this rules that cause out."""
+    root = parse_page(response.body, response.url)
+    hints = hints_of(root, response.url, response.robots_tag)
+    if hints.noindex:
+        return hints, NoArticleText("noindex")
+    try:
+        return hints, extract_article(response.body, url, root)
+    except NoArticleText as error:
+        return hints, error

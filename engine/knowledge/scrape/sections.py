@@ -17,7 +17,6 @@ extractor (trafilatura), which reads article-like pages well.
 from __future__ import annotations
 
 import re
-from copy import deepcopy
 from dataclasses import dataclass, replace
 
 from lxml import html as lxml_html
@@ -119,10 +118,12 @@ def page_sections(html: bytes, root: _Element | None = None) -> Page | None:
     main = _main_container(root)
     if main is None:
         return None
-    main, joined = _with_title_block(root, main)
-    _drop_chrome(main)
-    _history_as_added_in(main)
-    sections = _Splitter().split(main)
+    blocks = [*_title_block(root, main), main]
+    for block in blocks:
+        _drop_chrome(block)
+        _history_as_added_in(block)
+    sections = _Splitter().split(blocks)
+    joined = len(blocks) > 1
     framed = main.tag == "body"  # it holds the site's banner and menu too, before a heading
     if framed and not sections[0].path:
         sections = _without_banner(sections)
@@ -138,24 +139,23 @@ def page_sections(html: bytes, root: _Element | None = None) -> Page | None:
     return Page(title, tuple(sections), canonical_of(root))
 
 
-def _with_title_block(root: _Element, main: _Element) -> tuple[_Element, bool]:
-    """``main``, or when the page's title (its ``<h1>``) sits in a block just before it, both
-    in one ``<div>`` (copies), and whether they were joined. AsciiDoc's manual pages (Git's)
-    put the title and the NAME line ("git-gc - Cleanup unnecessary files and optimize the
-    local repository") in a header before ``#content``: read without it, every page was
-    titled "SYNOPSIS", and what a command does was nowhere."""
+def _title_block(root: _Element, main: _Element) -> list[_Element]:
+    """The block just before ``main`` that holds the page's title (its ``<h1>``), when
+    ``main`` holds none: read before it. AsciiDoc's manual pages (Git's) put the title and
+    the NAME line ("git-gc - Cleanup unnecessary files and optimize the local repository")
+    in a header before ``#content``: read without it, every page was titled "SYNOPSIS", and
+    what a command does was nowhere. Read in place, not copied into a new element: the crawl
+    parsed the page in another thread, and lxml must not mix two threads' documents."""
     if next(main.iter("h1"), None) is not None:
-        return main, False
+        return []
     title = next(root.iter("h1"), None)
     named = _document_title(root)
     if title is None or not named or not heading_text(title).startswith(named):
-        return main, False  # a site's banner ("Acme Docs"), not this page's title
+        return []  # a site's banner ("Acme Docs"), not this page's title
     header = next((block for block in title.iterancestors() if block.getnext() is main), None)
     if header is None or header.tag == "header" or header.get("role") == "banner":
-        return main, False
-    holder = lxml_html.Element("div")
-    holder.extend([deepcopy(header), deepcopy(main)])
-    return holder, True
+        return []
+    return [header]
 
 
 def _without_banner(sections: list[Section]) -> list[Section]:
@@ -236,7 +236,7 @@ def _history_as_added_in(main: _Element) -> None:
         if not _names_match(history, CHANGELOG_NAMES) or history.getparent() is None:
             continue
         added = [text for text in map(_spaced, history.itertext()) if ADDED_IN_RE.match(text)]
-        line = lxml_html.Element("p")
+        line = history.makeelement("p", {})  # of its own document: the crawl's thread made it
         line.text = " ".join(dict.fromkeys(text.strip() for text in added))
         line.tail = history.tail
         history.getparent().replace(history, line)
@@ -283,8 +283,9 @@ class _Splitter:
         self.line: list[str] = []
         self.headings_seen = 0
 
-    def split(self, main: _Element) -> list[Section]:
-        self._walk(main)
+    def split(self, blocks: list[_Element]) -> list[Section]:
+        for block in blocks:
+            self._walk(block)
         self._close_section()
         return self.sections or [Section((), None, "")]
 
