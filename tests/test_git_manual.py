@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.answering.evidence import find_evidence
 from engine.answering.needs import SHORT_CAPITALS_WEIGHT, question_needs
 from engine.answering.on_site import on_site_passages
 from engine.answering.pipeline import AnswerPlanner
@@ -135,3 +136,23 @@ def test_two_capitals_weigh_as_a_name_but_not_after_a_number() -> None:
 
     assert weights["ai"] == SHORT_CAPITALS_WEIGHT
     assert weights["pm"] == len("pm")  # a time: the page may say "16:50"
+
+
+def test_a_character_asked_about_by_its_name_is_met_by_the_character() -> None:
+    """The page writes 'An optional prefix "!" which negates the pattern'; the asker says
+    "an exclamation mark"."""
+    page = page_sections((SITE / "gitignore.html").read_bytes())
+    assert page is not None
+    url = "http://docs.example/gitignore.html"
+    found = [
+        Passage(page.title, url, section.text, heading=section.heading)
+        for section in page.sections
+        if section.path[-1] in ("PATTERN FORMAT", "DESCRIPTION")
+    ]
+    asked = "In a gitignore file, what does a pattern that starts with an exclamation mark do?"
+
+    used = on_site_passages(asked, found)
+
+    assert used and all(passage.url == url for passage in used)
+    evidence = find_evidence(asked, used)
+    assert evidence is not None and 'An optional prefix "!" which negates' in evidence.quote

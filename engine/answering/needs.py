@@ -37,10 +37,20 @@ FRAMING_WORDS = frozenset(
     "happened leave leaves leaving mean meaning means ok okay paid pay possible price prices "
     "stand stands use used uses using".split()
 )
+# A character asked about by its name, which pages write as itself ("a pattern that starts
+# with an exclamation mark": gitignore's 'An optional prefix "!" which negates the pattern'),
+# by the stem the search reads the name as ("tild" of "tilde").
+CHARACTER_NAMES = {
+    "exclamation": "!", "asterisk": "*", "tild": "~", "caret": "^", "backslash": "\\",
+    "backtick": "`", "ampersand": "&", "semicolon": ";", "underscor": "_",
+}  # fmt: skip
 # Words a page meets in other words of its own: "What is the difference between Cargo.toml
 # and Cargo.lock?" is the page titled "Cargo.toml vs Cargo.lock", which never says
 # "difference" (the Cargo Book, tried in `concierge chat`).
-ALSO_MET_BY = {"differenc": ("vs", "versus", "compar")}
+ALSO_MET_BY = {
+    "differenc": ("vs", "versus", "compar"),
+    **{name: (character,) for name, character in CHARACTER_NAMES.items()},
+}
 WHOLE_WORD_CHARS = 3  # a Latin form this short is met only as a word of its own
 KANJI_WEIGHT = 2.0  # a kanji says about as much as two kana or two Latin letters
 
