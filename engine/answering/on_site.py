@@ -126,7 +126,8 @@ def on_site_passages(
         return []
     entries = [entry for entry in [*entries, *looked] if entry.url == best.url]  # none in both
     # the option's own entry before the other sections of its command's page ("git gc --auto")
-    entries.sort(key=lambda entry: not is_entry_of(entry, entry_names(question)))
+    names = entry_names(question)
+    entries.sort(key=lambda entry: not is_entry_of(entry, names))
     rest = [p for p in found if p.url == best.url and all(p is not e for e in entries)]
     return [*entries, *rest][:PASSAGES_USED]
 

@@ -119,7 +119,7 @@ class Crawl:
         if response.url != url:
             self._frontier.seen(response.url)  # a link to where it redirected is not read again
         hints, page = await asyncio.to_thread(_read_page, response, url)
-        if hints.noindex:
+        if page is None:  # the page says noindex
             self._not_read(url, NOINDEX, "skipped")
             return hints.links
         if isinstance(page, NoArticleText):
@@ -166,17 +166,17 @@ def _conditional_headers(validators: Validators | None) -> dict[str, str]:
     return headers
 
 
-def _read_page(response: Response, url: str) -> tuple[PageHints, Page | NoArticleText]:
+def _read_page(response: Response, url: str) -> tuple[PageHints, Page | NoArticleText | None]:
     """The page's hints and, unless they say noindex, its text, in one thread: the text is
     read from the tree the hints were read from, changing it, and lxml does not promise a
     tree is safe in another thread than the one that parsed it (its names live in that
     thread's dictionary, which goes on parsing other pages). An eval's engine died once at a
     rescrape's start with "double free or corruption" while three threads took turns at each
-    page: this rules that cause out."""
+    page: this rules that cause out. No text (None) for a noindex page."""
     root = parse_page(response.body, response.url)
     hints = hints_of(root, response.url, response.robots_tag)
     if hints.noindex:
-        return hints, NoArticleText("noindex")
+        return hints, None
     try:
         return hints, extract_article(response.body, url, root)
     except NoArticleText as error:

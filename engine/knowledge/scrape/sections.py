@@ -349,18 +349,18 @@ class _Splitter:
         """An API entry, a glossary term or an option (``<dt id=...>``, or DocBook's ``<dt><a
         name=...>``): a section of its own, named by
             its first words under the headings above it, until its list ends."""
-        name = _entry_name(heading_text(term))
+        name, anchor = _entry_name(heading_text(term)), _entry_id(term)
         dl = term.getparent()
         before = term.getprevious()
         follows = before is not None and before.tag == "dt" and _is_entry(before)
-        if follows and not _entry_id(term) and self.entries and self.entries[-1][0] is dl:
-            _, names, anchor = self.entries[-1]  # "-m <msg>" then "--message=<msg>": one option
+        if follows and not anchor and self.entries and self.entries[-1][0] is dl:
+            _, names, open_anchor = self.entries[-1]  # "-m <msg>", "--message=<msg>": one
             if name not in names.split(", "):  # "--force-with-lease=<refname>" after it
-                self.entries[-1] = (dl, f"{names}, {name}", anchor)
+                self.entries[-1] = (dl, f"{names}, {name}", open_anchor)
         else:
             self._close_section()
             self.entries = [entry for entry in self.entries if entry[0] is not dl]
-            self.entries.append((dl, name, _entry_id(term) or self.heading_anchor))
+            self.entries.append((dl, name, anchor or self.heading_anchor))
             self.anchor = self.entries[-1][2]
         self.line.append(heading_text(term))
         self._break()
