@@ -191,6 +191,28 @@ async def test_nofollow_noindex_and_canonical_are_honoured(
     assert Counter(linked.page_hits())["/print/minato"] == 1
 
 
+async def test_a_page_that_redirects_in_its_head_is_skipped_and_its_target_read(
+    linked: LinkedSite, tmp_path: Path
+) -> None:
+    """Texinfo writes such a page for every node inside a chapter ("The node you are looking
+    for is at …"); stored, each was a one-line article."""
+    pages = linked.pages
+    pages["/"].links.append("/old-fares")
+    pages["/old-fares"] = Page("Fares", "The page you are looking for is at Winter fares.")
+    pages["/old-fares"].head = '<meta http-equiv="Refresh" content="0; url=winter-fares#adults">'
+    pages["/old-fares"].links = []  # the target is linked from nowhere else
+    pages["/winter-fares"] = Page("Winter fares", "From December the crossing costs 900 yen.")
+
+    result = await scrape(crawl_settings(linked, tmp_path / "kb.sqlite3"))
+
+    stored = knowledge(tmp_path / "kb.sqlite3")
+    assert "/old-fares" not in stored
+    assert "900 yen" in stored["/winter-fares"][1][0][1]
+    skipped = by_slug(result.failures)["old-fares"]
+    assert skipped.outcome == "skipped"
+    assert skipped.reason == f"a redirect to {linked.base}/winter-fares#adults (meta refresh)"
+
+
 async def test_robots_txt_is_asked_for_every_page_and_its_crawl_delay_kept(
     linked: LinkedSite, tmp_path: Path
 ) -> None:

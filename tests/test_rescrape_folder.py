@@ -143,6 +143,26 @@ async def test_a_file_that_cannot_be_read_is_listed_and_the_rest_go_on(
     assert failure.reason == "no article text found"
 
 
+async def test_a_page_that_only_redirects_to_another_is_skipped_not_failed(
+    docs: Path, tmp_path: Path
+) -> None:
+    write(
+        docs,
+        "Refunds.html",  # as Texinfo writes one for every node inside a chapter
+        '<html><head><meta http-equiv="Refresh" content="0; url=faq.html#refunds"></head>'
+        '<body><p>The node you are looking for is at <a href="faq.html#refunds">Refunds</a>.'
+        "</p></body></html>",
+    )
+
+    result = await scrape(folder_settings(tmp_path, docs))
+
+    assert result.articles == 3
+    [skipped] = result.failures
+    assert skipped.url.endswith("/Refunds.html") and skipped.outcome == "skipped"
+    assert skipped.reason.startswith("a redirect to file://")
+    assert skipped.reason.endswith("/faq.html#refunds (meta refresh)")
+
+
 async def test_a_missing_or_empty_folder_fails_the_rescrape_naming_the_setting(
     tmp_path: Path,
 ) -> None:

@@ -70,7 +70,7 @@ class Article:
 class PageFailure:
     """A page (or a sitemap) not read, with a short reason a person can act on: ``failed``
     (HTTP 404, timed out, too large, no article text…) or ``skipped`` on purpose (robots.txt,
-    not an allowed host, not HTML)."""
+    not an allowed host, not HTML, noindex, a redirect in the page, an index of links)."""
 
     url: str
     reason: str

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from engine.knowledge.models import Article, PageFailure, Validators
-from engine.knowledge.scrape.errors import FetchError, PageSkipped
-from engine.knowledge.scrape.extract import NoArticleText, extract_article
+from engine.knowledge.scrape.errors import FetchError, NoArticleText, NotAnArticle, PageSkipped
+from engine.knowledge.scrape.extract import extract_article
 from engine.knowledge.scrape.fetch import Response, SiteFetcher
 from engine.knowledge.scrape.frontier import Frontier, Visit
 from engine.knowledge.scrape.hosts import NOT_ALLOWED
@@ -114,13 +114,14 @@ class Crawl:
         return await self._read(visit, response)
 
     async def _read(self, visit: Visit, response: Response) -> Links:
-        """A page's text, unless it says noindex; its links either way."""
+        """A page's text, unless it is no article (noindex, a redirect, an index); its links
+        either way."""
         url = visit.url
         if response.url != url:
             self._frontier.seen(response.url)  # a link to where it redirected is not read again
         hints, page = await asyncio.to_thread(_read_page, response, url)
-        if page is None:  # the page says noindex
-            self._not_read(url, NOINDEX, "skipped")
+        if isinstance(page, NotAnArticle):
+            self._not_read(url, str(page), "skipped")
             return hints.links
         if isinstance(page, NoArticleText):
             self._fail(visit, str(page), keep_old=False)
@@ -166,17 +167,17 @@ def _conditional_headers(validators: Validators | None) -> dict[str, str]:
     return headers
 
 
-def _read_page(response: Response, url: str) -> tuple[PageHints, Page | NoArticleText | None]:
+def _read_page(response: Response, url: str) -> tuple[PageHints, Page | NoArticleText]:
     """The page's hints and, unless they say noindex, its text, in one thread: the text is
     read from the tree the hints were read from, changing it, and lxml does not promise a
     tree is safe in another thread than the one that parsed it (its names live in that
     thread's dictionary, which goes on parsing other pages). An eval's engine died once at a
     rescrape's start with "double free or corruption" while three threads took turns at each
-    page: this rules that cause out. No text (None) for a noindex page."""
+    page: this rules that cause out."""
     root = parse_page(response.body, response.url)
     hints = hints_of(root, response.url, response.robots_tag)
     if hints.noindex:
-        return hints, None
+        return hints, NotAnArticle(NOINDEX)
     try:
         return hints, extract_article(response.body, url, root)
     except NoArticleText as error:

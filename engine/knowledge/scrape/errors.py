@@ -1,7 +1,8 @@
 """How a rescrape, or one request of it, goes wrong.
 
 ``RescrapeStopped`` and ``RescrapeFailed`` end a rescrape without switching the knowledge base;
-``FetchError`` and its kinds end one page (or sitemap) and are turned into a ``PageFailure``.
+``FetchError`` and its kinds end one page (or sitemap) and are turned into a ``PageFailure``, as
+``NoArticleText`` does for a page read but not kept.
 """
 
 from __future__ import annotations
@@ -33,6 +34,17 @@ class RescrapeFailed(ConciergeError):
 
     def text(self, locale: Locale) -> str:
         return t(self.key, locale, **self.fields)
+
+
+class NoArticleText(ConciergeError):
+    """The page has no main text we can use; the message says why. Like ``FetchError``, it
+    ends one page (its reason goes in the rescrape's report) and never the command."""
+
+
+class NotAnArticle(NoArticleText):
+    """A page that is, on purpose, no article: it asks not to be kept (noindex), it sends the
+    reader on (``<meta http-equiv="refresh">``), or it is an index of nothing but links.
+    Counted as skipped, not failed: nothing is wrong with it."""
 
 
 class FetchError(ConciergeError):

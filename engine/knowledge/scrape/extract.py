@@ -10,21 +10,20 @@ import trafilatura
 from lxml.etree import _Element
 from trafilatura.settings import Document
 
-from config.errors import ConciergeError
 from engine.knowledge.models import Section
+from engine.knowledge.scrape.errors import NoArticleText, NotAnArticle
+from engine.knowledge.scrape.links import parse_page, refresh_target
 from engine.knowledge.scrape.sections import Page, page_sections
 
 MIN_TEXT_CHARS = 20  # less than this is a stub or an index page, not an article
 
 
-class NoArticleText(ConciergeError):
-    """The page has no main text we can use; the message says why. Like ``FetchError``, it
-    ends one page (its reason goes in the rescrape's report) and never the command."""
-
-
 def extract_article(html: bytes, url: str, root: _Element | None = None) -> Page:
     """The page's title and sections (``root``: the page already parsed, see
     ``page_sections``). CPU-bound: call it from a worker thread."""
+    root = parse_page(html, url) if root is None else root
+    if root is not None and (target := refresh_target(root)) is not None:
+        raise NotAnArticle(f"a redirect to {target} (meta refresh)")  # read there, not here
     try:
         page = page_sections(html, root) or _general_extraction(html, url)
     except NoArticleText:

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+from typing import Literal
 from urllib.parse import quote
 
 from markdown_it import MarkdownIt
@@ -25,8 +26,8 @@ from markdown_it import MarkdownIt
 from engine.knowledge.models import PageFailure, Validators
 from engine.knowledge.scrape.body import MIB
 from engine.knowledge.scrape.crawl import CrawlOutcome
-from engine.knowledge.scrape.errors import RescrapeFailed
-from engine.knowledge.scrape.extract import NoArticleText, extract_article
+from engine.knowledge.scrape.errors import NoArticleText, NotAnArticle, RescrapeFailed
+from engine.knowledge.scrape.extract import extract_article
 from engine.knowledge.scrape.progress import ProgressReporter
 from engine.knowledge.scrape.sections import Page
 from engine.knowledge.scrape.stopping import StopCheck
@@ -110,8 +111,11 @@ async def _read(file: DocumentFile, outcome: CrawlOutcome, progress: ProgressRep
         page = await asyncio.to_thread(read_document, file.path, file.url)
     except (OSError, NoArticleText) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-        outcome.failures.append(PageFailure(file.url, reason, "failed"))
-        progress.count("failed")
+        kind: Literal["failed", "skipped"] = (
+            "skipped" if isinstance(error, NotAnArticle) else "failed"
+        )
+        outcome.failures.append(PageFailure(file.url, reason, kind))
+        progress.count(kind)
         return
     outcome.articles.append(page.article(file.url, etag=file.stamp))
     progress.count("fetched")

@@ -23,6 +23,7 @@ from lxml import html as lxml_html
 from lxml.etree import ParserError, _Element
 
 from engine.knowledge.models import Article, Section
+from engine.knowledge.scrape.errors import NotAnArticle
 from engine.knowledge.scrape.links import canonical_of
 
 # Where a page's own content lives, most specific first.
@@ -32,11 +33,14 @@ MAIN_XPATHS = (
     "//article",
     "//*[contains(concat(' ', normalize-space(@class), ' '), ' body ')][.//h1]",
     "//*[@id='content' or @id='main-content' or @id='main']",
-    # DocBook's HTML (Valgrind's manual, the GNU manuals made with it): no <main>, the page's
-    # division under a navigation table.
+    # DocBook's and Texinfo's HTML (Valgrind's manual, zsh's, the GNU manuals): no <main>,
+    # the page's division under a navigation table ("unnumbered": Texinfo's indexes).
     *(
         f"//div[contains(concat(' ', normalize-space(@class), ' '), ' {division} ')]"
-        for division in ("book", "part", "chapter", "appendix", "preface", "article", "sect1")
+        for division in (
+            *("book", "part", "chapter", "appendix", "preface", "article", "sect1"),
+            "unnumbered",
+        )
     ),
 )
 # Chrome that themes put inside the main container too.
@@ -48,7 +52,8 @@ DROPPED_TAGS = frozenset(
 DROPPED_NAMES = re.compile(
     r"headerlink|_?toc|(?!no_)[a-z]+_toc(?:_[a-z]+)?|toc_[a-z]+|_?table[-_]?of[-_]?contents|sphinxsidebar|related|breadcrumbs?|edit-?this-?page|"
     r"navigation|navbar|sidebar|version-?(?:badge|switcher|banner|warning)|skip-?link|"
-    r"prev-?next|pagination|feedback|copy-?button|sr-only|visually-hidden|footer|srclink",
+    r"prev-?next|pagination|nav-?panel|feedback|copy-?button|sr-only|visually-hidden|footer|"
+    r"srclink",
     re.IGNORECASE,
 )
 # An entry's history of changes, a collapsed table ("History": version, change), and the one
@@ -59,6 +64,10 @@ ADDED_IN_RE = re.compile(r"\s*Added in: v")
 # version, not part of the name the answers and the sources show.
 HEADING_LABELS = re.compile(r"version|badge", re.IGNORECASE)
 MIN_CONTENTS_LINKS = 3  # a list of only this many links to the page's own sections, or more
+MIN_INDEX_LINKS = 100  # a list or table of only links, this many or more: an index
+# The words of a bar of links to the pages around ("[ << ] [ < ] [ Up ] [ > ] [Top] [Index]")
+PAGER_WORDS = frozenset("up top contents index next previous prev home back forward".split())
+WORD_RE = re.compile(r"\w+")
 # The heading of a list of links to other pages that is navigation, not the page's content
 # (a list of links under another heading may be: "Wing IDE, Komodo IDE, PyCharm").
 SEE_ALSO_RE = re.compile(r"(?:see also|related(?: pages| topics)?|popular pages):?", re.I)
@@ -82,6 +91,7 @@ OPTION_RE = re.compile(r"--?[A-Za-z][\w-]*")  # a command-line option, as an ent
 OPTION_TERM_RE = re.compile(r"--?(?:\[no-\])?[A-Za-z0-9<]")
 # ... and a setting's name, as a configuration reference's term: "gc.auto", "branch.<name>.remote"
 SETTING_RE = re.compile(r"[a-z][\w-]*(?:\.(?:[\w-]+|<[\w-]+>))+")
+CODE_TAGS = ("code", "tt", "kbd", "samp")  # what names a thing the reader types
 
 
 OpenEntry = tuple[_Element, str, str | None]  # (its list, its name, its anchor)
@@ -119,8 +129,8 @@ def page_sections(html: bytes, root: _Element | None = None) -> Page | None:
     if main is None:
         return None
     blocks = [*_title_block(root, main), main]
+    indexes = sum(_drop_chrome(block) for block in blocks)
     for block in blocks:
-        _drop_chrome(block)
         _history_as_added_in(block)
     sections = _Splitter().split(blocks)
     joined = len(blocks) > 1
@@ -128,7 +138,8 @@ def page_sections(html: bytes, root: _Element | None = None) -> Page | None:
     if framed and not sections[0].path:
         sections = _without_banner(sections)
     if sum(len(section.text) for section in sections) < MIN_MAIN_CHARS:
-        return None
+        _refuse_an_index(indexes)
+        return None  # a stub: the general extractor reads the page instead
     title = sections[0].path[0] if sections[0].path else _document_title(root)
     if framed or joined:  # "git-add(1)", not its heading's "git-add(1) Manual Page"
         title = _document_title(root) or title
@@ -137,6 +148,13 @@ def page_sections(html: bytes, root: _Element | None = None) -> Page | None:
     elif not sections[0].path:  # text before the first heading: under the page's title
         sections[0] = Section((title,), None, sections[0].text)
     return Page(title, tuple(sections), canonical_of(root))
+
+
+def _refuse_an_index(indexes: int) -> None:
+    """Raise ``NotAnArticle`` for a page with too little text once its indexes (``_is_index``)
+    are left out: links alone, no article for the general extractor to read instead."""
+    if indexes:
+        raise NotAnArticle("an index: nothing but links to other pages")
 
 
 def _title_block(root: _Element, main: _Element) -> list[_Element]:
@@ -199,9 +217,9 @@ def _headings_holder(root: _Element) -> _Element | None:
     return None
 
 
-def _drop_chrome(main: _Element) -> None:
-    """Remove the navigation, tables of contents, permalinks and the like inside ``main``,
-    and the version labels inside its headings."""
+def _drop_chrome(main: _Element) -> int:
+    """Remove the navigation, tables of contents, indexes, permalinks and the like inside
+    ``main``, and the version labels inside its headings; how many indexes it removed."""
     doomed = [
         element
         for element in main.iter()
@@ -214,6 +232,7 @@ def _drop_chrome(main: _Element) -> None:
             or element.get("aria-hidden") == "true"
             or element.get("hidden") is not None
             or _is_link_list(element)
+            or _is_pager(element)
         )
     ]
     doomed += [
@@ -222,9 +241,11 @@ def _drop_chrome(main: _Element) -> None:
         for label in heading.iter()
         if label is not heading and _names_match(label, HEADING_LABELS)
     ]
+    indexes = sum(_is_index(element) for element in doomed)
     for element in doomed:
         if element.getparent() is not None:
             element.drop_tree()  # keeps the element's tail text
+    return indexes
 
 
 def _history_as_added_in(main: _Element) -> None:
@@ -249,25 +270,56 @@ def _names_match(element: _Element, pattern: re.Pattern[str]) -> bool:
 
 
 def _is_link_list(element: _Element) -> bool:
-    """Navigation inside the content: a list of nothing but links, to the page's own sections
-    (a table of contents: "#synopsis", "#description", ..., stored as the page's first
-    section, it came back as an answer) or, under a "See also" heading, to other pages (their
-    command names outranked the page that documents them: "What does npm prune remove?"
-    found npm's removal page's "See also" first)."""
-    if element.tag not in ("ul", "ol"):
+    """Navigation inside the content: a list (or a table) of nothing but links, to the page's
+    own sections (a table of contents: "#synopsis", "#description", ..., stored as the
+    page's first section, it came back as an answer), or, under a "See also" heading, to
+    other pages (their command names outranked the page that documents them: "What does npm
+    prune remove?" found npm's removal page's "See also" first), or an index."""
+    if element.tag not in ("ul", "ol", "table"):
         return False
-    links = list(element.iter("a"))
-    linked = "".join(link.text_content() for link in links)
-    if not links or SPACES_RE.sub("", element.text_content()) != SPACES_RE.sub("", linked):
+    links = _only_links(element)
+    if not links:
         return False
-    if all(str(link.get("href", "")).startswith("#") for link in links):
-        return len(links) >= MIN_CONTENTS_LINKS
+    page = str(element.base_url or "").split("#", 1)[0]  # the crawl made every link absolute
+    own = [link for link in links if str(link.get("href", "")).split("#", 1)[0] in ("", page)]
+    if len(own) == len(links) >= MIN_CONTENTS_LINKS or len(links) >= MIN_INDEX_LINKS:
+        return True
     before = element.getprevious()
     return (
         before is not None
         and before.tag in HEADING_TAGS
         and SEE_ALSO_RE.fullmatch(heading_text(before)) is not None
     )
+
+
+def _is_pager(element: _Element) -> bool:
+    """A bar of links to the pages around, whose words are a pager's alone: Texinfo's "[ << ]
+    [ < ] [ Up ] [ > ] [ >> ] [Top] [Contents] [Index] [ ? ]" above every node of zsh's
+    manual, a line of chrome at the start of its sections."""
+    if element.tag not in ("table", "div", "p", "ul", "ol"):
+        return False
+    words = WORD_RE.findall(element.text_content().lower())
+    links = [link for link in element.iter("a") if link.get("href") is not None]
+    return len(links) >= 2 and set(words) <= PAGER_WORDS
+
+
+def _is_index(element: _Element) -> bool:
+    """An index: a list or a table of nothing but links, a hundred or more (Texinfo's
+    "Variables Index": "HISTSIZE | 15.6 Parameters Used By The Shell", row after row)."""
+    return element.tag in ("ul", "ol", "table") and len(_only_links(element)) >= MIN_INDEX_LINKS
+
+
+def _only_links(element: _Element) -> list[_Element]:
+    """The links of ``element`` when its text is theirs alone (a table's headers aside:
+    "Index Entry", "Section", "Jump to:"), else none."""
+    links = [link for link in element.iter("a") if link.get("href") is not None]
+    linked = sum(_length(link) for link in links)
+    headers = sum(_length(header) for header in element.iter("th", "caption"))
+    return links if links and _length(element) - headers == linked else []
+
+
+def _length(element: _Element) -> int:
+    return len(SPACES_RE.sub("", element.text_content()))
 
 
 class _Splitter:
@@ -349,7 +401,9 @@ class _Splitter:
         """An API entry, a glossary term or an option (``<dt id=...>``, or DocBook's ``<dt><a
         name=...>``): a section of its own, named by
             its first words under the headings above it, until its list ends."""
-        name, anchor = _entry_name(heading_text(term)), _entry_id(term)
+        anchor = _entry_id(term)
+        code = None if anchor or _names_setting(term) else _code_name(term)
+        name = code or _entry_name(heading_text(term))
         dl = term.getparent()
         before = term.getprevious()
         follows = before is not None and before.tag == "dt" and _is_entry(before)
@@ -408,8 +462,9 @@ def _entry_id(term: _Element) -> str:
 
 
 def _is_entry(term: _Element) -> bool:
-    """Whether a ``<dt>`` is an entry: a link points to it, or it names an option or a setting."""
-    return bool(_entry_id(term)) or _names_setting(term)
+    """Whether a ``<dt>`` is an entry: a link points to it, or it names an option, a setting
+    or another thing typed (``_code_name``)."""
+    return bool(_entry_id(term)) or _names_setting(term) or _code_name(term) is not None
 
 
 def _names_setting(term: _Element) -> bool:
@@ -418,6 +473,17 @@ def _names_setting(term: _Element) -> bool:
     description says what that name does."""
     text = heading_text(term)
     return OPTION_TERM_RE.match(text) is not None or SETTING_RE.fullmatch(text) is not None
+
+
+def _code_name(term: _Element) -> str | None:
+    """The name a ``<dt>`` begins with in code: "SHARE_HISTORY" of "SHARE_HISTORY <K>",
+    "AUTO_CD" of "AUTO_CD (-J)", "zmv" of "zmv [ -finqQsvwW ] …", "%d". Texinfo's tables of
+    options, parameters, commands and prompt escapes (zsh's manual) have no link to each
+    entry: read as one section under their heading, a question about an option quoted
+    another option's sentence that named it."""
+    first = next(term.iter(*CODE_TAGS), None)
+    name = _spaced(first.text_content()).strip() if first is not None else ""
+    return name if name and heading_text(term).startswith(name) else None
 
 
 def _anchor_before(element: _Element) -> str | None:
