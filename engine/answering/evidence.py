@@ -45,6 +45,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from config.text_helpers import SENTENCE_RE, shorten
+from engine.answering.english import is_common_word
 from engine.answering.needs import Need, command_titles, entry_names, met, question_needs
 from engine.answering.wording import JAPANESE_RE
 from engine.knowledge.models import PATH_SEPARATOR, Passage
@@ -219,9 +220,15 @@ def find_evidence(
     ):
         # Every sentence of the entry meets its name: what it says first is what it is or does
         # (in other words than the page's, the meaning picks the one asked about: "既定値")
-        first = max(
+        first = max(  # the entry's own sentence, not one of a neighbour that names it
             tied,
-            key=lambda s: (_is_prose(s.text), score.required(s.met - s.by_name), -s.rank, -s.index),
+            key=lambda s: (
+                s.rank in named,
+                _is_prose(s.text),
+                score.required(s.met - s.by_name),
+                -s.rank,
+                -s.index,
+            ),
         )
     elif len(tied) > 1 and nearness is not None:
         closeness = nearness(question, [_in_context(s, sentences) for s in tied])
@@ -465,8 +472,16 @@ def _outsaid(
         and len(others) > most
         and said(entry_name(passage)) - by_name  # headed by what the question also names
         for rank, passage in enumerate(passages)
-        if rank not in entries and not _is_an_entry(passage)  # not another entry
+        if rank not in entries
+        and not _is_an_entry(passage)  # not another entry
+        and not any(_holds(passage, passages[rank]) for rank in asked)  # "the N glob qualifier"
     )
+
+
+def _holds(section: Passage, entry: Passage) -> bool:
+    """Whether ``entry`` is one of ``section``'s entries: "Glob Qualifiers > N" of "Glob
+    Qualifiers", the kind of thing the question calls N, not another thing it names."""
+    return entry.url == section.url and entry.heading.startswith(section.heading + PATH_SEPARATOR)
 
 
 def _is_an_entry(passage: Passage) -> bool:
@@ -607,16 +622,19 @@ def _with_entry_name(passage: Passage, quote: str) -> str:
     ``passage`` belongs to; as it is for a passage of an ordinary section."""
     name = entry_name(passage)
     bare = name.removesuffix("()")
+    first_name = bare.split(", ", 1)[0]  # "%d" of "%d, %/", the page's first line
+    opens_with_it = passage.text.startswith(first_name)  # a term, not a section's heading
     looks_like_code = (
-        any(mark in name for mark in "._(")
+        any(mark in name for mark in "._(%$")  # "%d, %/": zsh's prompt escapes
         or ("-" in name and name.islower())
         or (passage.anchor or "").startswith("term-")
+        or (opens_with_it and _is_code_word(bare))  # "HISTSIZE", "zmv"; not "DESCRIPTION"
     )
     # An option's anchor holds its name without the dashes ("--num-callers", "opt.num-callers"),
     # Node.js's without the dots and brackets ("os.tmpdir()": "ostmpdir")
     named_by_anchor = _letters(bare.lstrip("-")) in _letters(passage.anchor or "")
     # or, with no anchor of its own (a manual page's "--amend", "gc.auto"), by its first line
-    named = named_by_anchor or bare.startswith("-") or passage.text.startswith(bare)
+    named = named_by_anchor or bare.startswith("-") or opens_with_it
     if not (bare and looks_like_code and named):
         return quote
     signature = passage.text.split("\n", 1)[0].strip()
@@ -625,6 +643,13 @@ def _with_entry_name(passage: Passage, quote: str) -> str:
     if quote.startswith(name) or quote.startswith(bare):
         return quote
     return f"{name} — {quote}"
+
+
+def _is_code_word(name: str) -> bool:
+    """A name in capitals or no word of a language, in Latin letters: "HISTSIZE", "zmv"."""
+    return (
+        name.isascii() and " " not in name and (name.isupper() or not is_common_word(name.lower()))
+    )
 
 
 def _join(sentences: Sequence[_Sentence]) -> str:

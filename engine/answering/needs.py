@@ -248,10 +248,27 @@ HYPHENATED_RE = re.compile(  # Japanese may touch it: "fetch-timeoutの既定値
 )
 
 
+# A name in code a reference gives an entry: joined by underscores ("SHARE_HISTORY",
+# "max_connections") or in capitals ("HISTSIZE"); or any name the question calls by its kind
+# ("the zmv function", "the N glob qualifier"), unless it is a word ("the history option").
+CODE_WORD_RE = re.compile(r"(?<![\w.$-])(\w*[A-Za-z0-9]_\w*|[A-Z][A-Z0-9]{3,})(?![\w-])")
+KIND_NAMED_RE = re.compile(
+    r"\bthe ([^\s\"'“”`]+) (?:[a-z]+ )?(?:option|function|parameter|variable|flag|setting|"
+    r"command|builtin|widget|module|qualifier|escape|key|hook|style)s?\b"
+)
+
+
 def entry_names(question: str) -> list[str]:
     """The names an entry of a reference may have that ``question`` gives: the functions it
-    calls, the dotted names and the settings it joins with hyphens."""
-    return list(dict.fromkeys(code_names(question) + hyphenated_names(question)))
+    calls, the dotted names, the settings it joins with hyphens or underscores, the names in
+    capitals and those it calls by their kind."""
+    words = [m.group(1) for m in CODE_WORD_RE.finditer(question)]
+    for match in KIND_NAMED_RE.finditer(question):
+        name = match.group(1).strip("?,.:;()$")  # "$HISTSIZE" is HISTSIZE's entry
+        if name and (name.isupper() or not is_common_word(name.lower())):  # "the N qualifier"
+            words.append(name)
+    names = code_names(question) + hyphenated_names(question) + [w.lower() for w in words]
+    return list(dict.fromkeys(names))
 
 
 # Two words as a tool's command is written ("npm publish", "git commit"): a reference that gives
@@ -299,6 +316,22 @@ def acronyms(question: str) -> list[str]:
         return []
     found = (m.group(1) for m in ACRONYM_RE.finditer(question))
     return list(dict.fromkeys(name.lower() for name in found if not name.isdigit()))
+
+
+# A word with a capital inside it is a product's or a format's name as its makers write it
+# ("PostgreSQL", "JavaScript", "macOS", "GitHub", "OAuth"): no word of the language, so a site
+# that never writes it does not answer about it ("Which zsh module connects to a PostgreSQL
+# database?" met zsh's database module in every other word, and the model said it did).
+# Four characters or more: "GiB", "kB" are units, which a site writes another way ("GB").
+MIXED_CASE_RE = re.compile(r"(?<![\w-])(?=\w{4})([A-Za-z]+[A-Z][A-Za-z0-9]*)(?![\w-])")
+
+
+def mixed_case_names(question: str) -> list[str]:
+    """The names ``question`` writes with a capital after their first letter and a small
+    letter somewhere ("PostgreSQL"; not "CUDA", ``acronyms``), lowercase."""
+    found = (m.group(1) for m in MIXED_CASE_RE.finditer(question))
+    names = (name for name in found if any(c.islower() for c in name))
+    return list(dict.fromkeys(name.lower() for name in names))
 
 
 # A common word the question capitalises inside a sentence, on its own, is a name: "a Go module",

@@ -47,8 +47,9 @@ from __future__ import annotations
 from collections.abc import Sequence, Set
 from dataclasses import dataclass, replace
 
+from engine.answering.english import is_common_word
 from engine.answering.evidence import asks_for_number, entries_named, entry_name, is_entry_of
-from engine.answering.needs import Need, entry_names, met, question_needs
+from engine.answering.needs import CODE_WORD_RE, Need, entry_names, met, question_needs
 from engine.answering.wording import language_of
 from engine.knowledge.models import Passage
 
@@ -127,9 +128,18 @@ def on_site_passages(
     entries = [entry for entry in [*entries, *looked] if entry.url == best.url]  # none in both
     # the option's own entry before the other sections of its command's page ("git gc --auto")
     names = entry_names(question)
-    entries.sort(key=lambda entry: not is_entry_of(entry, names))
+    # ... and its opening (its name, then what it is) before its later sections ("zmv": its
+    # "Further examples" after its options)
+    entries.sort(key=lambda entry: (not is_entry_of(entry, names), not _opens_entry(entry)))
     rest = [p for p in found if p.url == best.url and all(p is not e for e in entries)]
     return [*entries, *rest][:PASSAGES_USED]
+
+
+def _opens_entry(entry: Passage) -> bool:
+    """Whether ``entry``'s text begins with the name its heading gives: the entry's first
+    section, not the rest of it after a list of its own options."""
+    name = entry_name(entry).split(", ", 1)[0].removesuffix("()").lower()
+    return bool(name) and entry.text.lower().startswith(name)
 
 
 def best_article(
@@ -235,7 +245,13 @@ def _named_by_title(entry: Passage, question: str) -> bool:
 
 
 def _is_a_name(text: str) -> bool:
-    return text == text.lower() and any(mark in text for mark in "-._(")
+    """ "fetch-timeout", "json.dumps()"; "SHARE_HISTORY", "REPORTTIME" (zsh's, in code); "zmv",
+    a word of no language."""
+    if text == text.lower() and any(mark in text for mark in "-._("):
+        return True
+    return CODE_WORD_RE.fullmatch(text) is not None or (
+        text.isalpha() and text.islower() and not is_common_word(text)
+    )
 
 
 def _cosine(url: str, passages: Sequence[Passage]) -> float:

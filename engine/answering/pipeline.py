@@ -83,6 +83,7 @@ from engine.answering.needs import (
     entry_names,
     lone_capitalised,
     met,
+    mixed_case_names,
     named_terms,
     question_needs,
 )
@@ -231,7 +232,8 @@ class AnswerPlanner:
         entries of the names it gives, ``looked_up``; [] when it is not on the site."""
         names = code_names(asked)  # "itertools.batched()" must be on the site,
         unknown = sorted(set(names) - self.kb.mentions(names, whole=True))
-        unknown += sorted(set(acronyms(asked)) - self.kb.mentions(acronyms(asked)))  # "CUDA"
+        capitals = acronyms(asked) + mixed_case_names(asked)  # "CUDA", "PostgreSQL"
+        unknown += sorted(set(capitals) - self.kb.mentions(capitals))
         unknown += self._unknown_commands(asked)  # "npm deploy"
         runs = capital_phrases(asked)  # "CREATE PROCEDURE", where "procedure" is a word
         written = self.kb.mentions([way for ways in runs for way in ways])

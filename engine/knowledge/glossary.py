@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 
 LONGEST_WORD = 8  # characters: JMdict's compounds of use here are shorter
 SHORTEST_WORD = 2  # characters
+WHEN = "時"  # after a noun, when: 起動時 "at startup"
 LONGEST_GLOSS = 3  # words: a longer gloss describes ("sweet jellied dessert made of…")
 GLOSSED_CHARS = 400  # of a question: a long paragraph costs a lookup per character
 WORD_START_RE = re.compile(r"[\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
@@ -104,12 +105,23 @@ class Glossary:
             for stop in range(min(end, start + LONGEST_WORD), start + SHORTEST_WORD - 1, -1):
                 if english := self.english(run[start:stop]):
                     stop, english = self._absent(run, start, stop, english)
-                    found.append((start, stop, english))
+                    found.append((start, stop, (*english, *self._parts(run[start:stop], english))))
                     start = stop
                     break
             else:
                 start += 1
         return found
+
+    def _parts(self, word: str, english: tuple[str, ...]) -> tuple[str, ...]:
+        """The English of a word before 時 ("when"), when the dictionary glosses the two only
+        as a phrase: 起動時 is "startup time", which no page says, and 起動 "startup" ("…read
+        on startup"). Not another compound (既定値, "default value"; メモリリーク, "memory
+        leak"): the phrase is what a page says, and its words alone meet other sentences."""
+        if len(word) <= SHORTEST_WORD or not word.endswith(WHEN):  # 同時: no word before it
+            return ()
+        if any(" " not in gloss for gloss in english):
+            return ()
+        return self.english(word.removesuffix(WHEN))
 
     def _absent(
         self, run: str, start: int, stop: int, english: tuple[str, ...]
