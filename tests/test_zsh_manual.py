@@ -8,11 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from engine.answering.evidence import find_evidence
 from engine.answering.needs import entry_names, mixed_case_names
 from engine.answering.pipeline import AnswerPlanner
 from engine.knowledge.glossary import shared_glossary
+from engine.knowledge.models import PATH_SEPARATOR, Passage
 from engine.knowledge.query import grammar_mask
-from engine.knowledge.scrape.errors import NotAnArticle
+from engine.knowledge.scrape.errors import NoArticleText, NotAnArticle
 from engine.knowledge.scrape.extract import extract_article
 from engine.knowledge.scrape.links import parse_page, refresh_target
 from engine.knowledge.scrape.sections import page_sections
@@ -49,6 +51,11 @@ def test_a_refresh_that_waits_or_reloads_the_page_is_no_redirect() -> None:
     assert target("300") is None  # the page reloads itself every five minutes
     assert target("60; url=archive.html") is None  # shown for a minute: a page of its own
     assert target("0; url=news.html") is None
+    assert target("0;url=") is None  # no address after all
+
+    noscript = '<html><head><noscript><meta http-equiv="refresh" content="0; url=nojs.html">'
+    root = parse_page((noscript + "</noscript></head><body>News</body></html>").encode(), BASE)
+    assert root is not None and refresh_target(root) is None  # for browsers without scripts
 
 
 def test_an_index_of_links_is_no_article() -> None:
@@ -126,12 +133,19 @@ def test_names_in_code_and_names_called_by_their_kind_are_entry_names() -> None:
     assert entry_names("What does the zmv function do?") == ["zmv"]
     assert entry_names("What does the N glob qualifier do?") == ["n"]
     assert entry_names("What does the history option do?") == []  # a word, not a name
+    assert entry_names("What does the npm install command do?") == []  # npm-install's page
+    assert entry_names("Which function reads a JSON string?") == []  # an acronym
+    assert entry_names("SHARE_HISTORYオプションは何") == ["share_history"]
 
 
-def test_a_word_with_a_capital_inside_is_a_name_but_not_a_unit() -> None:
-    asked = "Does the PostgreSQL driver run on macOS, with 2 GiB and IPv6?"
+def test_a_word_with_a_capital_after_a_small_letter_is_a_name_written_its_ways() -> None:
+    asked = "Does PostgreSQL run on macOS with WiFi, UUIDs, OAuth2 and IPv6?"
 
-    assert mixed_case_names(asked) == ["postgresql", "macos", "ipv6"]
+    assert mixed_case_names(asked) == [
+        ("postgresql", "postgre-sql", "postgre sql"),
+        ("macos", "mac-os", "mac os"),
+        ("wifi", "wi-fi", "wi fi"),  # a site's "Free Wi-Fi" names it
+    ]
 
 
 def test_a_word_before_when_is_read_with_the_word_alone_too() -> None:
@@ -145,3 +159,56 @@ def test_a_word_before_when_is_read_with_the_word_alone_too() -> None:
 
     assert "startup" in english("起動時")
     assert "default" not in english("既定値")
+
+
+def test_a_term_in_code_is_an_entry_by_its_name_unless_a_link_or_a_sentence() -> None:
+    html = (
+        b"<html><body><main><h1>API</h1><dl>"
+        b"<dt><code>True</code> if the build is strict</dt><dd>It fails on any warning.</dd>"
+        b"<dt><code>fetch(url, options = {})</code></dt><dd>Fetches the resource at url.</dd>"
+        b"<dt><a href='other.html'><code>foo()</code></a></dt><dd>See the page of foo.</dd>"
+        b"</dl></main></body></html>"
+    )
+
+    page = page_sections(html)
+
+    assert page is not None
+    assert [section.path for section in page.sections] == [("API",), ("API", "fetch()")]
+
+
+def test_a_pages_division_marked_unnumbered_among_others_is_not_its_content() -> None:
+    """pandoc marks a page's References "section level1 unnumbered"; Texinfo's indexes are a
+    division of that class alone."""
+    html = (
+        b"<html><body><div class='section level1'><h1>Introduction</h1><p>Why the widget "
+        b"matters to anyone.</p></div><div class='section level1 unnumbered'><h1>References"
+        b"</h1><p>Smith, 2020. A book about widgets.</p></div></body></html>"
+    )
+
+    page = page_sections(html)
+
+    assert page is not None
+    assert "Why the widget matters" in page.text
+
+
+def test_a_malformed_base_address_fails_one_page_not_the_rescrape() -> None:
+    html = b"<html><head><base href='http://[::1'></head><body><a href='x'>x</a></body></html>"
+
+    with pytest.raises(NoArticleText):
+        extract_article(html, f"{BASE}/broken.html")
+
+
+def test_a_section_whose_first_sentence_names_it_is_quoted_without_a_name_before() -> None:
+    """A term is a line of its own ("HISTSIZE <S>"); a sentence that begins with the
+    heading's word is prose: "Shinkansen — …" before its quote would repeat it."""
+    passage = Passage(
+        "Sights",
+        f"{BASE}/sights.html",
+        "Shinkansen trains leave from Shin-Osaka.\nA ticket costs 14000 yen for adults.",
+        heading=f"Sights{PATH_SEPARATOR}Shinkansen",
+    )
+
+    evidence = find_evidence("How much is a Shinkansen ticket for adults?", [passage])
+
+    assert evidence is not None
+    assert evidence.quote == "A ticket costs 14000 yen for adults."

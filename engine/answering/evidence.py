@@ -623,7 +623,13 @@ def _with_entry_name(passage: Passage, quote: str) -> str:
     name = entry_name(passage)
     bare = name.removesuffix("()")
     first_name = bare.split(", ", 1)[0]  # "%d" of "%d, %/", the page's first line
-    opens_with_it = passage.text.startswith(first_name)  # a term, not a section's heading
+    first_line, more = passage.text.partition("\n")[::2]
+    opens_with_it = (  # a term on its own line ("HISTSIZE <S>"), not a sentence that names it
+        first_line.startswith(first_name)
+        and bool(more)
+        and not first_line.rstrip().endswith(SENTENCE_ENDS)
+        and len(first_line) <= MAX_SIGNATURE_CHARS
+    )
     looks_like_code = (
         any(mark in name for mark in "._(%$")  # "%d, %/": zsh's prompt escapes
         or ("-" in name and name.islower())

@@ -249,11 +249,16 @@ HYPHENATED_RE = re.compile(  # Japanese may touch it: "fetch-timeoutの既定値
 
 
 # A name in code a reference gives an entry: joined by underscores ("SHARE_HISTORY",
-# "max_connections") or in capitals ("HISTSIZE"); or any name the question calls by its kind
-# ("the zmv function", "the N glob qualifier"), unless it is a word ("the history option").
-CODE_WORD_RE = re.compile(r"(?<![\w.$-])(\w*[A-Za-z0-9]_\w*|[A-Z][A-Z0-9]{3,})(?![\w-])")
+# "max_connections") or a shell's variable ("$HISTSIZE"); or a name the question calls by its
+# kind ("the zmv function", "the REPORTTIME parameter"), unless it is a word ("the history
+# option"), or, with a word between ("the N glob qualifier"), unless it is in small letters
+# ("the npm install command": npm-install's page, not npm's).
+CODE_WORD_RE = re.compile(
+    r"(?<![A-Za-z0-9_.$-])\$?([A-Za-z0-9]*[A-Za-z0-9]_[A-Za-z0-9_]*)(?![A-Za-z0-9_-])"
+    r"|(?<![A-Za-z0-9_.$-])\$([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_-])"
+)
 KIND_NAMED_RE = re.compile(
-    r"\bthe ([^\s\"'“”`]+) (?:[a-z]+ )?(?:option|function|parameter|variable|flag|setting|"
+    r"\bthe ([^\s\"'“”`]+) (?:([a-z]+) )?(?:option|function|parameter|variable|flag|setting|"
     r"command|builtin|widget|module|qualifier|escape|key|hook|style)s?\b"
 )
 
@@ -262,10 +267,11 @@ def entry_names(question: str) -> list[str]:
     """The names an entry of a reference may have that ``question`` gives: the functions it
     calls, the dotted names, the settings it joins with hyphens or underscores, the names in
     capitals and those it calls by their kind."""
-    words = [m.group(1) for m in CODE_WORD_RE.finditer(question)]
+    words = [m.group(1) or m.group(2) for m in CODE_WORD_RE.finditer(question)]
     for match in KIND_NAMED_RE.finditer(question):
-        name = match.group(1).strip("?,.:;()$")  # "$HISTSIZE" is HISTSIZE's entry
-        if name and (name.isupper() or not is_common_word(name.lower())):  # "the N qualifier"
+        name, between = match.group(1).strip("?,.:;()$"), match.group(2)
+        code = name.isupper() or "_" in name  # "N", "AUTO_CD"
+        if name and (code or not (between or is_common_word(name.lower()))):
             words.append(name)
     names = code_names(question) + hyphenated_names(question) + [w.lower() for w in words]
     return list(dict.fromkeys(names))
@@ -318,20 +324,24 @@ def acronyms(question: str) -> list[str]:
     return list(dict.fromkeys(name.lower() for name in found if not name.isdigit()))
 
 
-# A word with a capital inside it is a product's or a format's name as its makers write it
-# ("PostgreSQL", "JavaScript", "macOS", "GitHub", "OAuth"): no word of the language, so a site
-# that never writes it does not answer about it ("Which zsh module connects to a PostgreSQL
-# database?" met zsh's database module in every other word, and the model said it did).
-# Four characters or more: "GiB", "kB" are units, which a site writes another way ("GB").
-MIXED_CASE_RE = re.compile(r"(?<![\w-])(?=\w{4})([A-Za-z]+[A-Z][A-Za-z0-9]*)(?![\w-])")
+# A word with a capital after a small letter inside it is a product's or a format's name as
+# its makers write it ("PostgreSQL", "JavaScript", "macOS", "GitHub"): no word of the language,
+# so a site that never writes it does not answer about it ("Which zsh module connects to a
+# PostgreSQL database?" met zsh's database module in every other word, and the model said it
+# did). Not "UUIDs" or "APIs" (acronyms, plural), nor "OAuth" or "IPv6" (written many ways).
+MIXED_CASE_RE = re.compile(r"(?<![\w-])(?=\w{4})([A-Za-z]*[a-z][A-Z][A-Za-z0-9]*)(?![\w-])")
+CASE_HUMP_RE = re.compile(r"(?<=[a-z])(?=[A-Z])")
 
 
-def mixed_case_names(question: str) -> list[str]:
-    """The names ``question`` writes with a capital after their first letter and a small
-    letter somewhere ("PostgreSQL"; not "CUDA", ``acronyms``), lowercase."""
-    found = (m.group(1) for m in MIXED_CASE_RE.finditer(question))
-    names = (name for name in found if any(c.islower() for c in name))
-    return list(dict.fromkeys(name.lower() for name in names))
+def mixed_case_names(question: str) -> list[tuple[str, ...]]:
+    """The names ``question`` writes with a capital after a small letter, each as the ways a
+    site may write it, lowercase: "postgresql", "postgre-sql", "postgre sql"; "wifi", "wi-fi",
+    "wi fi" (the site's "Free Wi-Fi")."""
+    found = dict.fromkeys(m.group(1) for m in MIXED_CASE_RE.finditer(question))
+    return [
+        tuple(dict.fromkeys(CASE_HUMP_RE.sub(mark, name).lower() for mark in ("", "-", " ")))
+        for name in found
+    ]
 
 
 # A common word the question capitalises inside a sentence, on its own, is a name: "a Go module",

@@ -249,8 +249,10 @@ def _is_a_name(text: str) -> bool:
     a word of no language."""
     if text == text.lower() and any(mark in text for mark in "-._("):
         return True
-    return CODE_WORD_RE.fullmatch(text) is not None or (
-        text.isalpha() and text.islower() and not is_common_word(text)
+    return (
+        CODE_WORD_RE.fullmatch(text) is not None
+        or (text.isupper() and text.isalnum())
+        or (text.isalpha() and text.islower() and not is_common_word(text))
     )
 
 

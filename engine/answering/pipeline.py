@@ -232,8 +232,10 @@ class AnswerPlanner:
         entries of the names it gives, ``looked_up``; [] when it is not on the site."""
         names = code_names(asked)  # "itertools.batched()" must be on the site,
         unknown = sorted(set(names) - self.kb.mentions(names, whole=True))
-        capitals = acronyms(asked) + mixed_case_names(asked)  # "CUDA", "PostgreSQL"
-        unknown += sorted(set(capitals) - self.kb.mentions(capitals))
+        unknown += sorted(set(acronyms(asked)) - self.kb.mentions(acronyms(asked)))  # "CUDA"
+        mixed = mixed_case_names(asked)  # "PostgreSQL"; "WiFi", which the site writes "Wi-Fi"
+        known = self.kb.mentions([way for ways in mixed for way in ways])
+        unknown += [ways[0] for ways in mixed if not known.intersection(ways)]
         unknown += self._unknown_commands(asked)  # "npm deploy"
         runs = capital_phrases(asked)  # "CREATE PROCEDURE", where "procedure" is a word
         written = self.kb.mentions([way for ways in runs for way in ways])

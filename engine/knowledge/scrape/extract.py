@@ -21,10 +21,10 @@ MIN_TEXT_CHARS = 20  # less than this is a stub or an index page, not an article
 def extract_article(html: bytes, url: str, root: _Element | None = None) -> Page:
     """The page's title and sections (``root``: the page already parsed, see
     ``page_sections``). CPU-bound: call it from a worker thread."""
-    root = parse_page(html, url) if root is None else root
-    if root is not None and (target := refresh_target(root)) is not None:
-        raise NotAnArticle(f"a redirect to {target} (meta refresh)")  # read there, not here
     try:
+        root = parse_page(html, url) if root is None else root
+        if root is not None and (target := refresh_target(root)) is not None:
+            raise NotAnArticle(f"a redirect to {target} (meta refresh)")  # read there instead
         page = page_sections(html, root) or _general_extraction(html, url)
     except NoArticleText:
         raise

@@ -26,7 +26,8 @@ ROBOTS_NAMES = frozenset({"robots", "conciergebot"})  # conciergebot: USER_AGENT
 LINK_TAGS = frozenset({"a", "area"})
 WEB_SCHEMES = ("http://", "https://")
 # "0; url=Options.html#Description-of-Options" (the delay in seconds, then where to)
-REFRESH_RE = re.compile(r"\s*(\d+(?:\.\d*)?)\s*[;,]\s*(?:url\s*=\s*)?['\"]?([^'\"]+)", re.I)
+REFRESH_RE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*[;,]\s*(?:url\s*=\s*)?['\"]?([^'\"]*)", re.I)
+EMPTY_URL_RE = re.compile(r"\s*(?:url\s*=\s*)?", re.I)  # "0;url=": no address after all
 REDIRECT_MAX_DELAY_S = 10  # a longer wait shows the page first: it is read as a page
 
 
@@ -51,9 +52,9 @@ def parse_page(html: bytes, url: str) -> _Element | None:
     cannot be parsed. The crawl reads its hints and then its text from this one tree."""
     try:
         root = lxml_html.document_fromstring(html, base_url=url)
-    except (ParserError, ValueError):
+        root.make_links_absolute(url, resolve_base_href=True, handle_failures="discard")
+    except (ParserError, ValueError):  # ValueError: a malformed <base href="http://[::1">
         return None
-    root.make_links_absolute(url, resolve_base_href=True, handle_failures="discard")
     return root
 
 
@@ -103,8 +104,12 @@ def refresh_target(root: _Element) -> str | None:
     for meta in root.iter("meta"):
         if (meta.get("http-equiv") or "").strip().lower() != "refresh":
             continue
+        if any(True for _ in meta.iterancestors("noscript")):
+            continue  # only for a browser without scripts ("enable JavaScript"): not us
         match = REFRESH_RE.match(meta.get("content") or "")
         if match is None or float(match[1]) > REDIRECT_MAX_DELAY_S:
+            return None
+        if EMPTY_URL_RE.fullmatch(match[2]):
             return None
         page = root.base_url or ""
         target = urljoin(page, match[2].strip())

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from urllib.parse import unquote
 
 from lxml import html as lxml_html
 from lxml.etree import ParserError, _Element
 
 from engine.knowledge.models import Article, Section
+from engine.knowledge.query import STOPWORDS
 from engine.knowledge.scrape.errors import NotAnArticle
 from engine.knowledge.scrape.links import canonical_of
 
@@ -34,14 +36,14 @@ MAIN_XPATHS = (
     "//*[contains(concat(' ', normalize-space(@class), ' '), ' body ')][.//h1]",
     "//*[@id='content' or @id='main-content' or @id='main']",
     # DocBook's and Texinfo's HTML (Valgrind's manual, zsh's, the GNU manuals): no <main>,
-    # the page's division under a navigation table ("unnumbered": Texinfo's indexes).
+    # the page's division under a navigation table.
     *(
         f"//div[contains(concat(' ', normalize-space(@class), ' '), ' {division} ')]"
-        for division in (
-            *("book", "part", "chapter", "appendix", "preface", "article", "sect1"),
-            "unnumbered",
-        )
+        for division in ("book", "part", "chapter", "appendix", "preface", "article", "sect1")
     ),
+    # Texinfo's indexes, a division of this class alone (pandoc marks a section
+    # "section level1 unnumbered": one section of a page, not its content)
+    "//div[@class='unnumbered']",
 )
 # Chrome that themes put inside the main container too.
 DROPPED_TAGS = frozenset(
@@ -92,6 +94,7 @@ OPTION_TERM_RE = re.compile(r"--?(?:\[no-\])?[A-Za-z0-9<]")
 # ... and a setting's name, as a configuration reference's term: "gc.auto", "branch.<name>.remote"
 SETTING_RE = re.compile(r"[a-z][\w-]*(?:\.(?:[\w-]+|<[\w-]+>))+")
 CODE_TAGS = ("code", "tt", "kbd", "samp")  # what names a thing the reader types
+MAX_TERM_STOPWORDS = 2  # after a term's name in code ("if the"): a sentence about it
 
 
 OpenEntry = tuple[_Element, str, str | None]  # (its list, its name, its anchor)
@@ -280,8 +283,9 @@ def _is_link_list(element: _Element) -> bool:
     links = _only_links(element)
     if not links:
         return False
-    page = str(element.base_url or "").split("#", 1)[0]  # the crawl made every link absolute
-    own = [link for link in links if str(link.get("href", "")).split("#", 1)[0] in ("", page)]
+    # the crawl made every link absolute, from the page's address (lxml quotes that one)
+    page = unquote(str(element.base_url or "").split("#", 1)[0])
+    own = [link for link in links if unquote(link.get("href", "").split("#", 1)[0]) in ("", page)]
     if len(own) == len(links) >= MIN_CONTENTS_LINKS or len(links) >= MIN_INDEX_LINKS:
         return True
     before = element.getprevious()
@@ -482,8 +486,16 @@ def _code_name(term: _Element) -> str | None:
     entry: read as one section under their heading, a question about an option quoted
     another option's sentence that named it."""
     first = next(term.iter(*CODE_TAGS), None)
-    name = _spaced(first.text_content()).strip() if first is not None else ""
-    return name if name and heading_text(term).startswith(name) else None
+    if first is None or any(a.get("href") for a in first.iterancestors("a")):
+        return None  # a link to the entry elsewhere (an overview's list), not the entry
+    name = _spaced(first.text_content()).strip()
+    text = heading_text(term)
+    if not name or not text.startswith(name):
+        return None
+    grammar = [word for word in text[len(name) :].lower().split() if word in STOPWORDS]
+    if len(grammar) >= MAX_TERM_STOPWORDS:  # "True if the build is strict": a sentence
+        return None
+    return _entry_name(name)  # "fetch()" of "fetch(url, options = {})", at most 80 characters
 
 
 def _anchor_before(element: _Element) -> str | None:
