@@ -212,3 +212,20 @@ def test_a_section_whose_first_sentence_names_it_is_quoted_without_a_name_before
 
     assert evidence is not None
     assert evidence.quote == "A ticket costs 14000 yen for adults."
+
+
+def test_a_table_of_contents_is_dropped_under_an_address_in_other_letters() -> None:
+    """lxml quotes the page's own address but not the links it makes absolute."""
+    html = (
+        b"<html><body><main><h1>T</h1><ul><li><a href='#a'>A</a></li><li><a href='#b'>B</a>"
+        b"</li><li><a href='#c'>C</a></li></ul><h2 id='a'>A</h2><p>The first section's text."
+        b"</p></main></body></html>"
+    )
+    url = "https://docs.example.jp/ガイド/page.html"
+
+    page = page_sections(html, parse_page(html, url))
+
+    assert page is not None
+    assert [(section.path, section.text) for section in page.sections] == [
+        (("T", "A"), "The first section's text.")
+    ]
