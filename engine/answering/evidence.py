@@ -77,6 +77,7 @@ DEFAULT_STATED_RE = re.compile(
 )
 # A question in Japanese asking what a thing is or does ("--watch オプションは何をしますか"): its
 # entry's description answers it, whatever sentence is nearest in meaning.
+DEFAULT_LINE_RE = re.compile(r"default:\s*\S", re.I)  # a section's line "default: gh-pages"
 ASKS_WHAT_IT_IS_RE = re.compile(r"何をします|何をする|とは(?:何|なん)|って何")
 ASKS_WHAT_IT_DOES_RE = re.compile(  # ... and in English: "What does cargo yank do?"
     rf"\bwhat (?:does|do) .+ do\b|\bwhat is .+ for\?|{ASKS_WHAT_IT_IS_RE.pattern}",
@@ -242,6 +243,8 @@ def find_evidence(
     chosen += _carried_on(chosen[-1], sentences, max_chars - len(_join(chosen)) - 1)
     chosen += _announced(chosen[-1], sentences, max_chars - len(_join(chosen)))
     chosen = _after_command(chosen[0], sentences, max_chars - len(_join(chosen)) - 1) + chosen
+    if DEFAULT_RE.search(question):
+        chosen = _with_default_line(chosen, sentences, max_chars)
     passage = passages[first.rank]
     quote = shorten(_join(chosen), max_chars)
     return Evidence(passage.title, passage.url, _with_entry_name(passage, quote), passage.link)
@@ -597,6 +600,24 @@ def _after_command(first: _Sentence, sentences: Sequence[_Sentence], room: int) 
     if starts and command and PROMPT_LINE_RE.match(command.text) and len(command.text) < room:
         return [command]
     return []
+
+
+def _with_default_line(
+    chosen: list[_Sentence], sentences: Sequence[_Sentence], max_chars: int
+) -> list[_Sentence]:
+    """``chosen`` with its section's line that gives the default ("default: '127.0.0.1:8000'"
+    under MkDocs' dev_addr, "default: gh-pages"), when the question asks for a default and no
+    chosen sentence gives one with its value: the line alone says too little to be chosen
+    ("Allows a custom default to be set…" meets more of the question's words). The first
+    sentence and the line, if the rest leaves no room."""
+    if any(DEFAULT_LINE_RE.match(s.text) or (_states_default(s) and s.has_number) for s in chosen):
+        return chosen
+    rank = chosen[0].rank
+    line = next((s for s in sentences if s.rank == rank and DEFAULT_LINE_RE.match(s.text)), None)
+    if line is None or line in chosen:
+        return chosen
+    kept = chosen if len(_join([*chosen, line])) <= max_chars else chosen[:1]
+    return sorted([*kept, line], key=lambda s: s.index)
 
 
 def _announced(last: _Sentence, sentences: Sequence[_Sentence], room: int) -> list[_Sentence]:

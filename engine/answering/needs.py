@@ -250,9 +250,9 @@ HYPHENATED_RE = re.compile(  # Japanese may touch it: "fetch-timeoutの既定値
 
 # A name in code a reference gives an entry: joined by underscores ("SHARE_HISTORY",
 # "max_connections") or a shell's variable ("$HISTSIZE"); or a name the question calls by its
-# kind ("the zmv function", "the REPORTTIME parameter"), unless it is a word ("the history
-# option"), or, with a word between ("the N glob qualifier"), unless it is in small letters
-# ("the npm install command": npm-install's page, not npm's).
+# kind ("the zmv function", "the REPORTTIME parameter", "the strict setting"), or, with a
+# word between ("the N glob qualifier"), unless it is in small letters ("the npm install
+# command": npm-install's page, not npm's).
 CODE_WORD_RE = re.compile(
     r"(?<![A-Za-z0-9_.$-])\$?([A-Za-z0-9]*[A-Za-z0-9]_[A-Za-z0-9_]*)(?![A-Za-z0-9_-])"
     r"|(?<![A-Za-z0-9_.$-])\$([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_-])"
@@ -271,7 +271,7 @@ def entry_names(question: str) -> list[str]:
     for match in KIND_NAMED_RE.finditer(question):
         name, between = match.group(1).strip("?,.:;()$"), match.group(2)
         code = name.isupper() or "_" in name  # "N", "AUTO_CD"
-        if name and (code or not (between or is_common_word(name.lower()))):
+        if name and (code or not between):  # "the strict setting": MkDocs' "strict"
             words.append(name)
     names = code_names(question) + hyphenated_names(question) + [w.lower() for w in words]
     return list(dict.fromkeys(names))

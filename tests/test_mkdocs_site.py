@@ -1,0 +1,50 @@
+"""MkDocs' own documentation (eval/mkdocsdocs: its Bootstrap theme, as Debian's mkdocs-doc
+ships it): settings as headings named like code, each with a line giving its default."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.answering.needs import entry_names
+from engine.answering.pipeline import AnswerPlanner
+from engine.knowledge.scrape.errors import NotAnArticle
+from engine.knowledge.scrape.extract import extract_article
+from tests.real_pages import BASE, plan_for, planner_on_pages
+
+SITE = Path(__file__).resolve().parent.parent / "eval" / "mkdocsdocs" / "site"
+PAGES = ("user-guide/configuration.html", "user-guide/deploying-your-docs.html")
+
+
+@pytest.fixture(scope="module")
+def planner(tmp_path_factory: pytest.TempPathFactory) -> AnswerPlanner:
+    return planner_on_pages(tmp_path_factory.mktemp("mkdocs") / "kb.sqlite3", SITE, PAGES)
+
+
+def test_a_setting_called_by_its_kind_is_quoted_from_its_section(planner: AnswerPlanner) -> None:
+    """ "strict" is a word too: the question named no entry, and the page's opening ("Guide to
+    all available configuration settings.") met "setting" as well as strict's section did."""
+    assert entry_names("What does the strict setting do?") == ["strict"]
+
+    plan = plan_for(planner, "What does the strict setting do?")
+
+    assert plan.evidence is not None
+    assert plan.evidence.quote.startswith("Determines how warnings are handled.")
+
+
+def test_a_question_about_a_default_gets_the_line_that_gives_it(planner: AnswerPlanner) -> None:
+    """The line "default: '127.0.0.1:8000'" says too little to be chosen alone: "Allows a
+    custom default to be set…" meets more of the question's words, and gives no value."""
+    plan = plan_for(planner, "What is the default dev_addr used by mkdocs serve?")
+
+    assert plan.evidence is not None
+    assert plan.evidence.quote.startswith("dev_addr — ")
+    assert plan.evidence.quote.endswith("default: '127.0.0.1:8000'")
+
+
+def test_a_page_that_only_redirects_is_no_article() -> None:
+    html = (SITE / "user-guide" / "plugins.html").read_bytes()
+
+    with pytest.raises(NotAnArticle, match="redirect"):
+        extract_article(html, f"{BASE}/user-guide/plugins.html")
