@@ -132,7 +132,7 @@ def test_names_in_code_and_names_called_by_their_kind_are_entry_names() -> None:
     assert entry_names("What does the REPORTTIME parameter do?") == ["reporttime"]
     assert entry_names("What does the zmv function do?") == ["zmv"]
     assert entry_names("What does the N glob qualifier do?") == ["n"]
-    assert entry_names("What does the history option do?") == []  # a word, not a name
+    assert entry_names("What does the history option do?") == ["history"]  # a word: a section
     assert entry_names("What does the npm install command do?") == []  # npm-install's page
     assert entry_names("Which function reads a JSON string?") == []  # an acronym
     assert entry_names("SHARE_HISTORYオプションは何") == ["share_history"]
