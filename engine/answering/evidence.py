@@ -664,7 +664,7 @@ def _with_entry_name(passage: Passage, quote: str) -> str:
     named = named_by_anchor or bare.startswith("-") or opens_with_it
     if not (bare and looks_like_code and named):
         return quote
-    signature = passage.text.split("\n", 1)[0].strip()
+    signature = first_line.strip()
     if signature.startswith(bare) and len(signature) <= MAX_SIGNATURE_CHARS:
         name = signature
     if quote.startswith(name) or quote.startswith(bare):

@@ -104,7 +104,7 @@ def refresh_target(root: _Element) -> str | None:
     for meta in root.iter("meta"):
         if (meta.get("http-equiv") or "").strip().lower() != "refresh":
             continue
-        if any(True for _ in meta.iterancestors("noscript")):
+        if next(meta.iterancestors("noscript"), None) is not None:
             continue  # only for a browser without scripts ("enable JavaScript"): not us
         match = REFRESH_RE.match(meta.get("content") or "")
         if match is None or float(match[1]) > REDIRECT_MAX_DELAY_S:

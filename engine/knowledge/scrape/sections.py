@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
+from itertools import islice
 from urllib.parse import unquote
 
 from lxml import html as lxml_html
@@ -70,6 +71,7 @@ MIN_INDEX_LINKS = 100  # a list or table of only links, this many or more: an in
 # The words of a bar of links to the pages around ("[ << ] [ < ] [ Up ] [ > ] [Top] [Index]")
 PAGER_WORDS = frozenset("up top contents index next previous prev home back forward".split())
 WORD_RE = re.compile(r"\w+")
+PAGER_MAX_CHARS = 300  # Texinfo's bar, its spaces included, is about 100
 # The heading of a list of links to other pages that is navigation, not the page's content
 # (a list of links under another heading may be: "Wing IDE, Komodo IDE, PyCharm").
 SEE_ALSO_RE = re.compile(r"(?:see also|related(?: pages| topics)?|popular pages):?", re.I)
@@ -121,8 +123,9 @@ class Page:
 
 def page_sections(html: bytes, root: _Element | None = None) -> Page | None:
     """The page's title and the sections of its main content; None when it has no
-    recognisable main container (or too little text in it). ``root``: the page already
-    parsed (the crawl's), changed here: its chrome is dropped."""
+    recognisable main container (or too little text in it); ``NotAnArticle`` when what it
+    holds is an index of links. ``root``: the page already parsed (the crawl's), changed
+    here: its chrome is dropped."""
     if root is None:
         try:
             root = lxml_html.document_fromstring(html)
@@ -302,9 +305,22 @@ def _is_pager(element: _Element) -> bool:
     manual, a line of chrome at the start of its sections."""
     if element.tag not in ("table", "div", "p", "ul", "ol"):
         return False
-    words = WORD_RE.findall(element.text_content().lower())
-    links = [link for link in element.iter("a") if link.get("href") is not None]
-    return len(links) >= 2 and set(words) <= PAGER_WORDS
+    links = (link for link in element.iter("a") if link.get("href") is not None)
+    if len(list(islice(links, 2))) < 2:
+        return False  # most blocks: no need to read their text
+    text = _short_text(element, PAGER_MAX_CHARS)  # not a chapter's whole text per <div>
+    return text is not None and set(WORD_RE.findall(text.lower())) <= PAGER_WORDS
+
+
+def _short_text(element: _Element, limit: int) -> str | None:
+    """``element``'s text if it has at most ``limit`` characters, else None (read no further)."""
+    parts: list[str] = []
+    for part in element.itertext():
+        parts.append(part)
+        limit -= len(part)
+        if limit < 0:
+            return None
+    return "".join(parts)
 
 
 def _is_index(element: _Element) -> bool:
