@@ -48,3 +48,22 @@ def test_a_page_that_only_redirects_is_no_article() -> None:
 
     with pytest.raises(NotAnArticle, match="redirect"):
         extract_article(html, f"{BASE}/user-guide/plugins.html")
+
+
+def test_a_sentence_that_announces_a_step_goes_on_with_it(planner: AnswerPlanner) -> None:
+    """ "… you need to take one additional step so that MkDocs will work with your custom
+    domain." meets the question's words; the step, which holds the answer, meets none."""
+    plan = plan_for(planner, "How do I use a custom domain with GitHub Pages for my MkDocs site?")
+
+    assert plan.evidence is not None
+    step = "You need to add a CNAME file to the root of your docs_dir."
+    assert plan.evidence.quote.endswith(step)
+
+
+def test_which_command_is_answered_by_a_sentence_that_gives_one(planner: AnswerPlanner) -> None:
+    """The section's opening meets "documentation", "GitHub" and "Pages" and names no
+    command; the sentence that says "command" announces it on the next line."""
+    plan = plan_for(planner, "Which command deploys my documentation to GitHub Pages?")
+
+    assert plan.evidence is not None
+    assert "run the following command: mkdocs gh-deploy" in plan.evidence.quote

@@ -67,6 +67,9 @@ NAME_KINDS = r"(?:environment variable|variable|flag|option|key|field|setting|fu
 ASKS_FOR_NAME_RE = re.compile(  # not "What does the --watch flag do?": that names it
     rf"\bwhich (?:[\w\[\].-]+ ){{0,3}}?{NAME_KINDS}\b|\bwhat {NAME_KINDS}\b", re.I
 )
+# ... or for a command: "Which command deploys my documentation to GitHub Pages?" (a sentence
+# that gives one says the word: "… run the following command: mkdocs gh-deploy")
+ASKS_FOR_COMMAND_RE = re.compile(r"\b(?:which|what) (commands?)\b", re.I)
 DEFINED_NAME_RE = re.compile(r"[\w.:+-]+(?: [\w<>\[\].=-]+)? \u2014 \S")  # "members — …"
 QUOTED_NAME_RE = re.compile(r"[\w.:+-]*\w")  # the name it defines: "--invert" of "--invert spec"
 CODE_MARK_RE = re.compile(r"[-._(]|[a-z][A-Z]")  # "opt-level", "json.dumps", "setTimeout"
@@ -90,6 +93,13 @@ REFERS_BACK_RE = re.compile(
     r"parameter|attribute|decorator|command|flag|approach|way|style|technique|value|purpose)s?\b"
     # or goes on from it: "For instance, dns.lookup() will almost always resolve…"
     r"|^(?:for (?:instance|example)|however|otherwise|instead|therefore|thus|in that case)\b",
+    re.I,
+)
+# A sentence that promises what the next one says: "… you need to take one additional step so
+# that MkDocs will work with your custom domain." (the step: "You need to add a CNAME file…")
+ANNOUNCES_RE = re.compile(
+    r"\b(?:one|an|another|a few|two|three|the) (?:additional |extra |more |last |final )?"
+    r"steps?\b(?! (?:above|before|earlier))|\bas follows\b",
     re.I,
 )
 NUMBER_RE = re.compile(r"[0-9\uff10-\uff19\u3007一二三四五六七八九十百千万]")  # and kanji numerals
@@ -209,13 +219,15 @@ def find_evidence(
         openings = (opening(passage, max_chars) for passage in passages)
         return next((found for found in openings if not _says_nothing(found.quote, question)), None)
     candidates = _narrowed(candidates, question, named)
+    command = _command_asked(question, needs)  # "Which command…": first one that says one
+    firsts = [s for s in candidates if command and command <= s.met] or candidates
 
     def met_score(s: _Sentence) -> tuple[float, float]:
         weight = PROMPT_LINE_SHARE if PROMPT_LINE_RE.match(s.text) else 1.0
         return score.required(s.met) * weight, score.optional(s.met)
 
-    best = max(met_score(s) for s in candidates)
-    tied = [s for s in candidates if met_score(s) == best]
+    best = max(met_score(s) for s in firsts)
+    tied = [s for s in firsts if met_score(s) == best]
     if any(s.rank in named for s in tied) and (
         nearness is None or ASKS_WHAT_IT_IS_RE.search(question)
     ):
@@ -284,6 +296,15 @@ def asks_for_name(question: str) -> bool:
     """Whether ``question`` asks which flag, variable, key… without naming one itself ("Which
     cargo tree flag shows the reverse dependencies?", not "What does the --watch flag do?")."""
     return ASKS_FOR_NAME_RE.search(question) is not None and not entry_names(question)
+
+
+def _command_asked(question: str, needs: Sequence[Need]) -> frozenset[int]:
+    """The need "command" when ``question`` asks which command does something, without
+    naming one ("Which command deploys…", not "What command does npm ci run?"); else none."""
+    found = ASKS_FOR_COMMAND_RE.search(question)
+    if found is None or entry_names(question):
+        return frozenset()
+    return frozenset(i for i, need in enumerate(needs) if "command" in need.forms)
 
 
 def quoted_name(question: str, quote: str) -> str:
@@ -422,11 +443,14 @@ def _referred_to(
 
 
 def _carried_on(last: _Sentence, sentences: Sequence[_Sentence], room: int) -> list[_Sentence]:
-    """The sentence after ``last`` in its paragraph, when it points back to it and the quote
-    has room: "os.cpus().length should not be used to calculate the amount of parallelism…"
-    goes on "Use os.availableParallelism() for this purpose.", which is the answer."""
+    """The sentence after ``last`` in its paragraph, when it points back to it, or ``last``
+    announces it, and the quote has room: "os.cpus().length should not be used to calculate
+    the amount of parallelism…" goes on "Use os.availableParallelism() for this purpose.",
+    which is the answer; "…you need to take one additional step…" goes on with the step."""
     after = _beside(last, sentences, 1)
-    if after is None or not REFERS_BACK_RE.search(after.text) or len(after.text) > room:
+    if after is None or len(after.text) > room:
+        return []
+    if not (REFERS_BACK_RE.search(after.text) or ANNOUNCES_RE.search(last.text)):
         return []
     return [after]
 
