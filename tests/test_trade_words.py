@@ -29,6 +29,16 @@ def test_the_trades_english_follows_the_dictionarys() -> None:
     assert "usage" in glossary.english("使用量")  # "amount used" alone: Massif's page "uses"
 
 
+def test_a_command_history_is_the_pages_history() -> None:
+    """JMdict has コマンド履歴 only as "command history", which zsh's manual never writes: its
+    options speak of "the history file" and "the history list" (eval/zshdocs)."""
+    question = "zshで複数の端末の間でコマンド履歴を共有するオプションは何ですか\uff1f"
+    history = [need for need in question_needs(question) if "command history" in need.forms]
+
+    assert history and met(history[0], "appended to the history file immediately")
+    assert "share" in shared_glossary().english("共有")  # JMdict: "joint ownership"
+
+
 def test_the_trades_english_is_met_but_not_searched() -> None:
     """The search looks for a word's first English forms: the dictionary's, as before (the
     trade's words, searched too, pushed answering sections out of the first eight)."""

@@ -80,7 +80,10 @@ TRADE_ENGLISH: dict[str, tuple[str, ...]] = {
     "出力": ("output", "print"),
     "表示": ("show", "display", "print"),
     "一覧": ("list",),
+    "履歴": ("history",),
+    "コマンド履歴": ("history", "command history"),
     "公開": ("publish", "public"),
+    "共有": ("share",),
     "非公開": ("private",),
     # things
     "文字列": ("string",),
