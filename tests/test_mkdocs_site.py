@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from engine.answering.evidence import find_evidence
 from engine.answering.needs import entry_names
 from engine.answering.pipeline import AnswerPlanner
+from engine.knowledge.models import Passage
 from engine.knowledge.scrape.errors import NotAnArticle
 from engine.knowledge.scrape.extract import extract_article
 from tests.real_pages import BASE, plan_for, planner_on_pages
@@ -67,3 +69,45 @@ def test_which_command_is_answered_by_a_sentence_that_gives_one(planner: AnswerP
 
     assert plan.evidence is not None
     assert "run the following command: mkdocs gh-deploy" in plan.evidence.quote
+
+
+@pytest.mark.parametrize(
+    ("question", "title", "text", "quoted"),
+    [
+        (  # the answer gives the command without the word: a sentence with it says less
+            "Which command deploys my documentation to GitHub Pages?",
+            "Deploying",
+            "Use mkdocs gh-deploy to deploy your documentation to GitHub Pages.\n"
+            "Each command accepts the --help option.",
+            "Use mkdocs gh-deploy",
+        ),
+        (  # a command line option is asked for: an entry defines it
+            "What command line option enables verbose output?",
+            "Options",
+            "-v, --verbose \u2014 Enable verbose output.\n"
+            "-h, --help \u2014 Show the command line help.",
+            "-v, --verbose",
+        ),
+    ],
+)
+def test_which_command_does_not_prefer_any_sentence_saying_command(
+    question: str, title: str, text: str, quoted: str
+) -> None:
+    evidence = find_evidence(question, [Passage(title, f"{BASE}/page.html", text)])
+
+    assert evidence is not None
+    assert evidence.quote.startswith(quoted)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Deploying takes the steps described above. Themes live in their own folder.",
+        "Publishing the site is the last step. Themes are configured in mkdocs.yml.",
+    ],
+)
+def test_a_sentence_about_steps_announces_nothing(text: str) -> None:
+    evidence = find_evidence("How do I deploy the site?", [Passage("Deploying", BASE, text)])
+
+    assert evidence is not None
+    assert "Themes" not in evidence.quote

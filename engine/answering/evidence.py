@@ -69,7 +69,12 @@ ASKS_FOR_NAME_RE = re.compile(  # not "What does the --watch flag do?": that nam
 )
 # ... or for a command: "Which command deploys my documentation to GitHub Pages?" (a sentence
 # that gives one says the word: "… run the following command: mkdocs gh-deploy")
-ASKS_FOR_COMMAND_RE = re.compile(r"\b(?:which|what) (commands?)\b", re.I)
+ASKS_FOR_COMMAND_RE = re.compile(  # "Which git command…" too; not "What command line option…"
+    r"\b(?:which|what) (?:[\w.-]+ ){0,2}?commands?\b(?![ -]line)", re.I
+)
+# A command asked for: the sentences that say "command" and meet at least this share of what
+# the best candidate meets of the rest of the question ("Every command writes a log." not)
+COMMAND_SENTENCE_SHARE = 0.5
 DEFINED_NAME_RE = re.compile(r"[\w.:+-]+(?: [\w<>\[\].=-]+)? \u2014 \S")  # "members — …"
 QUOTED_NAME_RE = re.compile(r"[\w.:+-]*\w")  # the name it defines: "--invert" of "--invert spec"
 CODE_MARK_RE = re.compile(r"[-._(]|[a-z][A-Z]")  # "opt-level", "json.dumps", "setTimeout"
@@ -98,8 +103,8 @@ REFERS_BACK_RE = re.compile(
 # A sentence that promises what the next one says: "… you need to take one additional step so
 # that MkDocs will work with your custom domain." (the step: "You need to add a CNAME file…")
 ANNOUNCES_RE = re.compile(
-    r"\b(?:one|an|another|a few|two|three|the) (?:additional |extra |more |last |final )?"
-    r"steps?\b(?! (?:above|before|earlier))|\bas follows\b",
+    r"\b(?:one|an|another|a few|two|three) (?:additional |extra |more )?steps?\b"
+    r"(?! (?:above|before|earlier|described))|\bas follows\b",
     re.I,
 )
 NUMBER_RE = re.compile(r"[0-9\uff10-\uff19\u3007一二三四五六七八九十百千万]")  # and kanji numerals
@@ -219,8 +224,7 @@ def find_evidence(
         openings = (opening(passage, max_chars) for passage in passages)
         return next((found for found in openings if not _says_nothing(found.quote, question)), None)
     candidates = _narrowed(candidates, question, named)
-    command = _command_asked(question, needs)  # "Which command…": first one that says one
-    firsts = [s for s in candidates if command and command <= s.met] or candidates
+    firsts = _saying_a_command(candidates, question, needs, score)  # "Which command…"
 
     def met_score(s: _Sentence) -> tuple[float, float]:
         weight = PROMPT_LINE_SHARE if PROMPT_LINE_RE.match(s.text) else 1.0
@@ -298,13 +302,26 @@ def asks_for_name(question: str) -> bool:
     return ASKS_FOR_NAME_RE.search(question) is not None and not entry_names(question)
 
 
-def _command_asked(question: str, needs: Sequence[Need]) -> frozenset[int]:
-    """The need "command" when ``question`` asks which command does something, without
-    naming one ("Which command deploys…", not "What command does npm ci run?"); else none."""
-    found = ASKS_FOR_COMMAND_RE.search(question)
-    if found is None or entry_names(question):
-        return frozenset()
-    return frozenset(i for i, need in enumerate(needs) if "command" in need.forms)
+def _saying_a_command(
+    candidates: list[_Sentence], question: str, needs: Sequence[Need], score: _Scorer
+) -> list[_Sentence]:
+    """The candidates to begin the quote with: when ``question`` asks which command does
+    something ("Which command deploys my documentation to GitHub Pages?"), those that say
+    "command" ("… run the following command: mkdocs gh-deploy") and meet about as much of the
+    rest of it as the best; else all of them. Not when it names one, or asks for a name that
+    a list's entry defines ("What command line option…")."""
+    if not ASKS_FOR_COMMAND_RE.search(question) or entry_names(question):
+        return candidates
+    command = frozenset(i for i, need in enumerate(needs) if "command" in need.forms)
+    if not command or asks_for_name(question):
+        return candidates
+    best = max(score.required(s.met - command) for s in candidates)
+    saying = [
+        s
+        for s in candidates
+        if command <= s.met and score.required(s.met - command) >= best * COMMAND_SENTENCE_SHARE
+    ]
+    return saying or candidates
 
 
 def quoted_name(question: str, quote: str) -> str:
