@@ -10,6 +10,8 @@ import pytest
 
 from engine.answering.needs import capital_phrases
 from engine.answering.pipeline import AnswerPlanner
+from engine.knowledge.models import Passage
+from engine.knowledge.store import _with_whole
 from tests.real_pages import BASE, plan_for, planner_on_pages
 
 SITE = Path(__file__).resolve().parent.parent / "eval" / "sqlitedocs" / "site"
@@ -60,3 +62,31 @@ def test_a_statement_the_site_never_writes_is_not_on_it(planner: AnswerPlanner) 
     assert refused.step == "not_on_site"
     assert answered.step == "model"
     assert answered.sources[0] == f"{BASE}/lang_createtrigger.html"
+
+
+def test_a_section_holding_every_word_is_searched_whatever_its_meaning(
+    planner: AnswerPlanner,
+) -> None:
+    """STRICT tables' page meets every word of the question and the words rank it first, but
+    the meaning ranks it far down (STRICT is not a word the encoder knows as a table's
+    option): fused, it lost its place to WITHOUT ROWID's page, which both rankings found."""
+    plan = plan_for(
+        planner, "What does the STRICT keyword at the end of a CREATE TABLE statement do?"
+    )
+
+    assert plan.sources == (f"{BASE}/stricttables.html",)
+
+
+def test_the_sections_kept_take_the_last_places_in_the_words_order() -> None:
+    """Each kept section takes the place of the last one fusion found; one already found
+    stays where it is, and the results keep their length."""
+    lexical = [
+        (7, Passage("a", BASE, "x")),
+        (3, Passage("b", BASE, "y")),
+        (9, Passage("c", BASE, "z")),
+    ]
+
+    assert _with_whole([1, 2, 3, 4], lexical, lambda p: True, limit=4) == [1, 2, 7, 9]
+    assert _with_whole([1, 2, 3, 4], lexical, lambda p: p.title == "c", limit=4) == [1, 2, 3, 9]
+    assert _with_whole([1, 2], lexical, lambda p: False, limit=4) == [1, 2]
+    assert _with_whole([1], lexical, lambda p: True, limit=4) == [1, 7, 3, 9]

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from engine.answering.english import is_common_word
+from engine.knowledge.models import Passage
 from engine.knowledge.query import (
     KANJI_RE,
     STOPWORDS,
@@ -105,6 +106,19 @@ def question_needs(question: str) -> list[Need]:
 def named_terms(needs: Sequence[Need]) -> list[str]:
     """The forms of the ``named`` needs: the terms a site either uses or does not."""
     return list(dict.fromkeys(form for need in needs if need.named for form in need.forms))
+
+
+def holds_every_need(question: str) -> Callable[[Passage], bool]:
+    """Whether a passage holds every word ``question`` needs, in its title, heading or text:
+    the search keeps such a passage that its words rank high, however far its meaning ranks
+    it (``KnowledgeBase.search``)."""
+    required = [need for need in question_needs(question) if not need.optional]
+
+    def holds(passage: Passage) -> bool:
+        text = f"{passage.title}\n{passage.heading}\n{passage.text}".lower()
+        return bool(required) and all(met(need, text) for need in required)
+
+    return holds
 
 
 def met(need: Need, text: str) -> bool:

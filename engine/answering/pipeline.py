@@ -81,6 +81,7 @@ from engine.answering.needs import (
     command_titles,
     commands,
     entry_names,
+    holds_every_need,
     lone_capitalised,
     met,
     mixed_case_names,
@@ -167,7 +168,7 @@ class AnswerPlanner:
         words = WORDING[language]
         follow_up = bool(history) and leans_on_earlier(asked)  # 2: "And how much is it?"
         searched = search_text(asked, history) if follow_up else asked
-        found = self.kb.search(searched, PASSAGES_SEARCHED)
+        found = self.kb.search(searched, PASSAGES_SEARCHED, whole=holds_every_need(searched))
         if not found and self.kb.is_empty():  # 3
             messages, fitted = self.prompts.build(question, history)
             return Plan("no_articles", language, note=words.no_articles, messages=messages,

@@ -4,7 +4,11 @@ The search is hybrid: the trigram index finds the question's own words (names, n
 Japanese), the vectors find its meaning (a paraphrase, a Japanese question about English
 pages); the two rankings are fused by reciprocal rank (RRF), which needs no calibration
 between two kinds of score. Each passage found carries its cosine with the question, which
-the on-site rule reads (engine/answering/on_site.py).
+the on-site rule reads (engine/answering/on_site.py). Fusion favours a passage both rankings
+found: one the words rank first and the meaning far down ("the STRICT keyword at the end of a
+CREATE TABLE statement", SQLite's STRICT tables, 92nd by meaning) lost its place to any that
+both ranked; the caller may say which of the words' first ones are kept whatever the meaning
+(``search``'s ``whole``: those holding every word of the question).
 
 Every call opens its own read-only connection, so a ``KnowledgeBase`` can be shared by
 threads, and a call made after a rescrape's switch reads the new file.
@@ -15,6 +19,7 @@ from __future__ import annotations
 import os
 import re
 import sqlite3
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import replace
 from datetime import datetime
@@ -43,6 +48,7 @@ RRF_K = 60  # reciprocal rank fusion's damping: the usual value
 # Nearer than this in meaning, or not found by meaning: below it every passage of a site is
 # "near" a question about nothing on it (a cosine of 0.1 is two unrelated texts).
 MEANING_FLOOR = 0.25
+WORDS_KEPT = 3  # of the words' ranking, the first ones ``whole`` may keep in the results
 MATCH_SQL = f"""
 SELECT {COLUMNS}, -bm25(passages, {TITLE_WEIGHT}, {HEADING_WEIGHT}, {BODY_WEIGHT}) AS score
 FROM passages WHERE passages MATCH ? ORDER BY score DESC LIMIT ?
@@ -79,9 +85,12 @@ class KnowledgeBase:
         self.embedder = embedder or shared_embedder()
         self._vectors = VectorCache()
 
-    def search(self, query: str, limit: int) -> list[Passage]:
+    def search(
+        self, query: str, limit: int, whole: Callable[[Passage], bool] | None = None
+    ) -> list[Passage]:
         """The best passages for a question, best first, each with its cosine to the
-        question; [] when nothing matches."""
+        question; [] when nothing matches. Of the words' first ``WORDS_KEPT``, those ``whole``
+        says answer all of it are among them, last if fusion left them out."""
         parsed = parse_query(query)
         if limit <= 0 or not self.path.exists():
             return []
@@ -97,6 +106,8 @@ class KnowledgeBase:
             question = self.embedder.embed([query])[0]
             dense = [n for n in matrix.nearest(question, CANDIDATES) if n[1] >= MEANING_FLOOR]
             fused = _fused([rowid for rowid, _ in lexical], [rowid for rowid, _ in dense])[:limit]
+            if whole is not None:
+                fused = _with_whole(fused, lexical[:WORDS_KEPT], whole, limit)
             rows = dict(lexical)
             rows |= _rows(conn, [rowid for rowid in fused if rowid not in rows])
             cosine = matrix.similarity(question, fused)
@@ -223,6 +234,17 @@ def _fused(*rankings: list[int]) -> list[int]:
         for rank, rowid in enumerate(ranking, start=1):
             score[rowid] = score.get(rowid, 0.0) + 1 / (RRF_K + rank)
     return sorted(score, key=lambda rowid: -score[rowid])
+
+
+def _with_whole(
+    fused: list[int], lexical: Found, whole: Callable[[Passage], bool], limit: int
+) -> list[int]:
+    """``fused`` with the ``lexical`` passages that ``whole`` keeps, each in the place of the
+    last one fusion alone found, at most ``limit`` in all."""
+    kept = [rowid for rowid, passage in lexical if rowid not in fused and whole(passage)]
+    if not kept:
+        return fused
+    return [*fused[: max(0, limit - len(kept))], *kept][:limit]
 
 
 def _rows(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, Passage]:
