@@ -18,7 +18,7 @@ from typing import Literal
 
 from engine.knowledge.models import Article, PageFailure, Validators
 from engine.knowledge.scrape.errors import FetchError, NoArticleText, NotAnArticle, PageSkipped
-from engine.knowledge.scrape.extract import extract_article
+from engine.knowledge.scrape.extract import extract_article, one_page_at_a_time
 from engine.knowledge.scrape.fetch import Response, SiteFetcher
 from engine.knowledge.scrape.frontier import Frontier, Visit
 from engine.knowledge.scrape.hosts import NOT_ALLOWED
@@ -167,13 +167,13 @@ def _conditional_headers(validators: Validators | None) -> dict[str, str]:
     return headers
 
 
+@one_page_at_a_time
 def _read_page(response: Response, url: str) -> tuple[PageHints, Page | NoArticleText]:
     """The page's hints and, unless they say noindex, its text, in one thread: the text is
     read from the tree the hints were read from, changing it, and lxml does not promise a
     tree is safe in another thread than the one that parsed it (its names live in that
-    thread's dictionary, which goes on parsing other pages). An eval's engine died once at a
-    rescrape's start with "double free or corruption" while three threads took turns at each
-    page: this rules that cause out."""
+    thread's dictionary, which goes on parsing other pages). One page at a time, too: two
+    threads parsing at once is not safe either (``extract.one_page_at_a_time``)."""
     root = parse_page(response.body, response.url)
     hints = hints_of(root, response.url, response.robots_tag)
     if hints.noindex:

@@ -6,6 +6,11 @@ its headings); any other by trafilatura, a general article extractor, as one sec
 
 from __future__ import annotations
 
+import functools
+import threading
+from collections.abc import Callable
+from typing import ParamSpec, TypeVar
+
 import trafilatura
 from lxml.etree import _Element
 from trafilatura.settings import Document
@@ -16,6 +21,31 @@ from engine.knowledge.scrape.links import parse_page, refresh_target
 from engine.knowledge.scrape.sections import Page, page_sections
 
 MIN_TEXT_CHARS = 20  # less than this is a stub or an index page, not an article
+
+P = ParamSpec("P")
+T = TypeVar("T")
+# lxml (libxml2) and trafilatura are not safe in two threads at once: an eval's engine died
+# twice at a rescrape's start ("double free or corruption", then "malloc(): invalid size"
+# with one tree per thread), as trafilatura's users report of concurrent extract() calls
+# (adbar/trafilatura#840, #925: still open). Pages are fetched concurrently, read one at a time.
+_READING = threading.Lock()
+
+
+def one_page_at_a_time(read: Callable[P, T]) -> Callable[P, T]:
+    """``read`` (a page's parsing and extraction, in a worker thread) never runs beside
+    another function so marked."""
+
+    @functools.wraps(read)
+    def alone(*args: P.args, **kwargs: P.kwargs) -> T:
+        with _READING:
+            return read(*args, **kwargs)
+
+    return alone
+
+
+def reading_now() -> bool:
+    """Whether some thread is reading a page (for the tests)."""
+    return _READING.locked()
 
 
 def extract_article(html: bytes, url: str, root: _Element | None = None) -> Page:

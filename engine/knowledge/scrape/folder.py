@@ -27,7 +27,7 @@ from engine.knowledge.models import PageFailure, Validators
 from engine.knowledge.scrape.body import MIB
 from engine.knowledge.scrape.crawl import CrawlOutcome
 from engine.knowledge.scrape.errors import NoArticleText, NotAnArticle, RescrapeFailed
-from engine.knowledge.scrape.extract import extract_article
+from engine.knowledge.scrape.extract import extract_article, one_page_at_a_time
 from engine.knowledge.scrape.progress import ProgressReporter
 from engine.knowledge.scrape.sections import Page
 from engine.knowledge.scrape.stopping import StopCheck
@@ -121,6 +121,7 @@ async def _read(file: DocumentFile, outcome: CrawlOutcome, progress: ProgressRep
     progress.count("fetched")
 
 
+@one_page_at_a_time
 def read_document(path: Path, url: str) -> Page:
     """The file's title and sections. CPU-bound: call it from a worker thread."""
     if path.stat().st_size > MAX_FILE_BYTES:
