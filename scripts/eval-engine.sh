@@ -79,3 +79,21 @@ eval_engine_start() {
     echo "$(basename "$0"): the engine is not ready after 120 s" >&2
     exit 1
 }
+
+# Run a command (the rescrape, the eval) while the engine runs: if the engine dies first, say so
+# with the end of its log and stop the command, which would otherwise wait for an answer that no
+# engine will give (its request waits in the queue for the next engine).
+while_engine_runs() {
+    "$@" &
+    local command=$!
+    pids+=("$command")
+    wait -n "$command" "$engine_pid" && true
+    local status=$?
+    if kill -0 "$command" 2>/dev/null; then  # the engine ended first
+        echo "$(basename "$0"): the engine died (exit $status) during the ${4:-command}" >&2
+        tail -n 5 "$work/engine.log" >&2
+        kill "$command" 2>/dev/null || true
+        exit 1
+    fi
+    return "$status"
+}

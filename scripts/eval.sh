@@ -52,8 +52,8 @@ fi
 eval_engine_start
 
 if [ -z "$space" ]; then
-    "$python" -m cli.main rescrape >/dev/null
+    while_engine_runs "$python" -m cli.main rescrape >/dev/null
 else
-    "$python" -m cli.main rescrape --space "$space" >/dev/null
+    while_engine_runs "$python" -m cli.main rescrape --space "$space" >/dev/null
 fi
-"$python" -m cli.main eval "$file" "$@"
+while_engine_runs "$python" -m cli.main eval "$file" "$@"
