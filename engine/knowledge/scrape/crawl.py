@@ -11,14 +11,13 @@ full instead.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from engine.knowledge.models import Article, PageFailure, Validators
 from engine.knowledge.scrape.errors import FetchError, NoArticleText, NotAnArticle, PageSkipped
-from engine.knowledge.scrape.extract import extract_article, one_page_at_a_time
+from engine.knowledge.scrape.extract import extract_article, read_in_turn, without_trees
 from engine.knowledge.scrape.fetch import Response, SiteFetcher
 from engine.knowledge.scrape.frontier import Frontier, Visit
 from engine.knowledge.scrape.hosts import NOT_ALLOWED
@@ -119,7 +118,7 @@ class Crawl:
         url = visit.url
         if response.url != url:
             self._frontier.seen(response.url)  # a link to where it redirected is not read again
-        hints, page = await asyncio.to_thread(_read_page, response, url)
+        hints, page = await read_in_turn(_read_page, response, url)
         if isinstance(page, NotAnArticle):
             self._not_read(url, str(page), "skipped")
             return hints.links
@@ -167,13 +166,12 @@ def _conditional_headers(validators: Validators | None) -> dict[str, str]:
     return headers
 
 
-@one_page_at_a_time
 def _read_page(response: Response, url: str) -> tuple[PageHints, Page | NoArticleText]:
     """The page's hints and, unless they say noindex, its text, in one thread: the text is
     read from the tree the hints were read from, changing it, and lxml does not promise a
     tree is safe in another thread than the one that parsed it (its names live in that
-    thread's dictionary, which goes on parsing other pages). One page at a time, too: two
-    threads parsing at once is not safe either (``extract.one_page_at_a_time``)."""
+    thread's dictionary, which goes on parsing other pages). On the thread that reads pages
+    (``extract.read_in_turn``): two threads parsing at once is not safe either."""
     root = parse_page(response.body, response.url)
     hints = hints_of(root, response.url, response.robots_tag)
     if hints.noindex:
@@ -181,4 +179,4 @@ def _read_page(response: Response, url: str) -> tuple[PageHints, Page | NoArticl
     try:
         return hints, extract_article(response.body, url, root)
     except NoArticleText as error:
-        return hints, error
+        return hints, without_trees(error)

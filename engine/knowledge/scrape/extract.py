@@ -6,9 +6,12 @@ its headings); any other by trafilatura, a general article extractor, as one sec
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import functools
-import threading
+import traceback
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 import trafilatura
@@ -24,28 +27,43 @@ MIN_TEXT_CHARS = 20  # less than this is a stub or an index page, not an article
 
 P = ParamSpec("P")
 T = TypeVar("T")
+E = TypeVar("E", bound=BaseException)
 # lxml (libxml2) and trafilatura are not safe in two threads at once: an eval's engine died
 # twice at a rescrape's start ("double free or corruption", then "malloc(): invalid size"
 # with one tree per thread), as trafilatura's users report of concurrent extract() calls
-# (adbar/trafilatura#840, #925: still open). Pages are fetched concurrently, read one at a time.
-_READING = threading.Lock()
+# (adbar/trafilatura#840, #925: still open). Pages are fetched concurrently, read on one
+# thread of their own: one at a time, and a page waiting its turn holds no thread of the
+# event loop's pool, which plans answers and runs the model.
+_READER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="page-reader")
 
 
-def one_page_at_a_time(read: Callable[P, T]) -> Callable[P, T]:
-    """``read`` (a page's parsing and extraction, in a worker thread) never runs beside
-    another function so marked."""
-
-    @functools.wraps(read)
-    def alone(*args: P.args, **kwargs: P.kwargs) -> T:
-        with _READING:
-            return read(*args, **kwargs)
-
-    return alone
+async def read_in_turn(read: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``read(*args, **kwargs)`` (a page's parsing and extraction) on the thread that reads
+    pages, with the caller's context (its log fields), as ``asyncio.to_thread`` would. An
+    error it raises goes on without its frames, which hold the page's tree: the tree is
+    freed on that thread, not on the event loop's while the next page is parsed."""
+    call = functools.partial(_treeless, read, *args, **kwargs)
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(_READER, context.run, call)
 
 
-def reading_now() -> bool:
-    """Whether some thread is reading a page (for the tests)."""
-    return _READING.locked()
+def _treeless(read: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    try:
+        return read(*args, **kwargs)
+    except BaseException as error:
+        without_trees(error)
+        raise
+
+
+def without_trees(error: E) -> E:
+    """``error`` without the frames it went through (their locals hold its page's tree), nor
+    its causes': no one reads a page's error but for its message."""
+    seen: BaseException | None = error
+    while seen is not None:
+        traceback.clear_frames(seen.__traceback__)
+        seen.__traceback__ = None
+        seen = seen.__cause__ or seen.__context__
+    return error
 
 
 def extract_article(html: bytes, url: str, root: _Element | None = None) -> Page:

@@ -11,7 +11,6 @@ size or modification time changed: the pair is kept as the article's ETag (``fil
 
 from __future__ import annotations
 
-import asyncio
 import html
 import re
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ from engine.knowledge.models import PageFailure, Validators
 from engine.knowledge.scrape.body import MIB
 from engine.knowledge.scrape.crawl import CrawlOutcome
 from engine.knowledge.scrape.errors import NoArticleText, NotAnArticle, RescrapeFailed
-from engine.knowledge.scrape.extract import extract_article, one_page_at_a_time
+from engine.knowledge.scrape.extract import extract_article, read_in_turn
 from engine.knowledge.scrape.progress import ProgressReporter
 from engine.knowledge.scrape.sections import Page
 from engine.knowledge.scrape.stopping import StopCheck
@@ -108,7 +107,7 @@ async def read_folder(
 
 async def _read(file: DocumentFile, outcome: CrawlOutcome, progress: ProgressReporter) -> None:
     try:
-        page = await asyncio.to_thread(read_document, file.path, file.url)
+        page = await read_in_turn(read_document, file.path, file.url)
     except (OSError, NoArticleText) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         kind: Literal["failed", "skipped"] = (
@@ -121,9 +120,8 @@ async def _read(file: DocumentFile, outcome: CrawlOutcome, progress: ProgressRep
     progress.count("fetched")
 
 
-@one_page_at_a_time
 def read_document(path: Path, url: str) -> Page:
-    """The file's title and sections. CPU-bound: call it from a worker thread."""
+    """The file's title and sections. CPU-bound: call it through ``read_in_turn``."""
     if path.stat().st_size > MAX_FILE_BYTES:
         raise NoArticleText(f"larger than {MAX_FILE_BYTES // MIB} MiB")
     data = path.read_bytes()
