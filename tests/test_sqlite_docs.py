@@ -78,15 +78,17 @@ def test_a_section_holding_every_word_is_searched_whatever_its_meaning(
 
 
 def test_the_sections_kept_take_the_last_places_in_the_words_order() -> None:
-    """Each kept section takes the place of the last one fusion found; one already found
-    stays where it is, and the results keep their length."""
+    """Each kept section fusion left out takes the place of the last one it found that is
+    not kept itself: a kept one it found stays where it is, and the results keep their
+    length."""
     lexical = [
         (7, Passage("a", BASE, "x")),
         (3, Passage("b", BASE, "y")),
         (9, Passage("c", BASE, "z")),
     ]
 
-    assert _with_whole([1, 2, 3, 4], lexical, lambda p: True, limit=4) == [1, 2, 7, 9]
+    assert _with_whole([1, 2, 3, 4], lexical, lambda p: True, limit=4) == [1, 3, 7, 9]
+    assert _with_whole([1, 2, 3, 7], lexical, lambda p: True, limit=4) == [1, 3, 7, 9]
     assert _with_whole([1, 2, 3, 4], lexical, lambda p: p.title == "c", limit=4) == [1, 2, 3, 9]
     assert _with_whole([1, 2], lexical, lambda p: False, limit=4) == [1, 2]
     assert _with_whole([1], lexical, lambda p: True, limit=4) == [1, 7, 3, 9]

@@ -239,12 +239,15 @@ def _fused(*rankings: list[int]) -> list[int]:
 def _with_whole(
     fused: list[int], lexical: Found, whole: Callable[[Passage], bool], limit: int
 ) -> list[int]:
-    """``fused`` with the ``lexical`` passages that ``whole`` keeps, each in the place of the
-    last one fusion alone found, at most ``limit`` in all."""
-    kept = [rowid for rowid, passage in lexical if rowid not in fused and whole(passage)]
-    if not kept:
+    """``fused`` with every ``lexical`` passage that ``whole`` keeps: those fusion left out
+    take the places of the last ones it found that are not kept themselves, at the end, in
+    the words' order (at most ``limit`` in all)."""
+    kept = [rowid for rowid, passage in lexical if whole(passage)]
+    if all(rowid in fused for rowid in kept):
         return fused
-    return [*fused[: max(0, limit - len(kept))], *kept][:limit]
+    others = [rowid for rowid in fused if rowid not in kept][: max(0, limit - len(kept))]
+    found = [rowid for rowid in fused if rowid in kept or rowid in others]
+    return [*found, *(rowid for rowid in kept if rowid not in fused)][:limit]
 
 
 def _rows(conn: sqlite3.Connection, rowids: list[int]) -> dict[int, Passage]:
