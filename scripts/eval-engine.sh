@@ -85,15 +85,26 @@ eval_engine_start() {
 # engine will give (its request waits in the queue for the next engine).
 while_engine_runs() {
     "$@" &
-    local command=$!
+    local command=$! ended=""
     pids+=("$command")
-    wait -n "$command" "$engine_pid" && true
+    wait -n -p ended "$command" "$engine_pid" && true
     local status=$?
-    if kill -0 "$command" 2>/dev/null; then  # the engine ended first
-        echo "$(basename "$0"): the engine died (exit $status) during the ${4:-command}" >&2
-        tail -n 5 "$work/engine.log" >&2
-        kill "$command" 2>/dev/null || true
-        exit 1
+    if [ "$ended" = "$engine_pid" ]; then
+        if ! exited "$command"; then
+            echo "$(basename "$0"): the engine died (exit $status) during the ${4:-command}" >&2
+            tail -n 5 "$work/engine.log" >&2
+            kill "$command" 2>/dev/null || true
+            exit 1
+        fi
+        wait "$command" && true  # both ended: the command's own status
+        status=$?
     fi
     return "$status"
+}
+
+# Whether a child process has ended (a zombie not waited for yet counts).
+exited() {
+    local state
+    state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) || return 0
+    [ -z "$state" ] || [ "$state" = Z ]
 }
