@@ -57,3 +57,31 @@ def test_without_a_label_in_the_prompt_nothing_is_held_or_left_out() -> None:
     generation, emitted, _ = replay(COPIED)
 
     assert emitted == COPIED and generation.answer == "".join(COPIED)
+
+
+# SmolLM2-135M's answers on MkDocs' and npm's pages (eval runs of 2026-12-05), in pieces
+HEADED = [
+    ["1", ".", " Deploying", " your", " docs", " \u203a", " GitHub", " Pages", " (http://",
+     "127.0.0.1:38433/user-guide/deploying-your-docs.html#github-pages)", "\n",
+     "You", " can", " use", " a", " custom", " domain."],
+    ["npm", "-cache", " \u203a", " Default", " (https://", "127.0.0.1:52751/commands/",
+     "npm-cache.html#default)", "\n", "You", " can", " use", " a", " custom", " domain."],
+]  # fmt: skip
+
+
+def test_a_copied_passage_header_is_left_out_of_the_final_text() -> None:
+    for pieces in HEADED:
+        generation, emitted, _ = replay(pieces, label=EVIDENCE_INTRO)
+
+        assert generation.answer == "You can use a custom domain."
+        assert "".join(emitted) == "".join(pieces)  # streamed as it came, not held back
+
+
+def test_a_line_that_only_looks_like_a_header_stays() -> None:
+    for text in (
+        "1. Open Settings \u203a Pages.\nThen save.",  # no address
+        "See Deploying \u203a GitHub Pages (http://docs.example/deploy) for the steps.",
+    ):
+        generation, _, _ = replay([text], label=EVIDENCE_INTRO)
+
+        assert generation.answer == text

@@ -6,9 +6,28 @@ about one answer in eight on the real sites' evals (19 of 151, 2026-12-04) begin
 the label too: "The sentence that answers it: os.homedir() returns the string path…". The
 asker should read the answer, not the engine's instructions. Only the answer's first pieces
 are held back, while they may still be the label; after that every piece passes as it comes.
+
+It also copies, about one answer in a hundred (6 of 698, 2026-12-05), a passage's header as
+its first line ("1. Deploying your docs > GitHub Pages (http://…#404-pages)"): that line is
+left out of the answer's final text, which replaces what streamed (it is not held back, so
+every answer's first line still streams as it comes).
 """
 
 from __future__ import annotations
+
+import re
+
+# A passage's header in the prompt ("[1] Title > Section (address)", ``passages.py``),
+# copied as a line of its own, with its number, as a list's "1.", or bare.
+COPIED_HEADER_RE = re.compile(
+    r"[ \t]*(?:\[\d+\][ \t]*|\d+\.?[ \t]+)?[^\n]*\u203a[^\n]*\(https?://[^\s()]+\)[ \t]*(?:\n+|$)"
+)
+
+
+def without_copied_header(answer: str) -> str:
+    """``answer`` less a first line that copies one of the prompt's passage headers."""
+    found = COPIED_HEADER_RE.match(answer)
+    return answer[found.end() :] if found else answer
 
 
 class EchoedLabel:

@@ -19,7 +19,7 @@ from broker.protocol import FinishReason
 from engine.answering.wording import Withdrawn
 from engine.backends.base import Backend, ChatMessage, GenerationLimits, GenerationStopped, Pieces
 from engine.cancelled import CancelledSessions
-from engine.generation.echo import EchoedLabel
+from engine.generation.echo import EchoedLabel, without_copied_header
 from engine.generation.paragraphs import ParagraphLimit
 from engine.generation.repetition import RepetitionDetector
 
@@ -53,11 +53,13 @@ class Generation:
 
     @property
     def answer(self) -> str:
-        """The model's words, without a copy of the prompt's label before them, a repeated
-        tail or what followed its last paragraph; none when they were withdrawn."""
+        """The model's words, without a copy of the prompt's label or of a passage's header
+        before them, a repeated tail or what followed its last paragraph; none when they were
+        withdrawn."""
         if self.withdrawn:
             return ""
-        return "".join(self.pieces[: self.kept])[self.skipped :][: self.ended_at]
+        said = "".join(self.pieces[: self.kept])[self.skipped :][: self.ended_at]
+        return without_copied_header(said)
 
     @property
     def text(self) -> str:
