@@ -23,6 +23,7 @@ from engine.backends.configured import load_backend, model_options
 from engine.main import run_engine
 from engine.worker import Worker
 from tests.cluster_fixture import cluster  # noqa: F401  # one cluster for the run, its tests
+from tests.linked_site_fixture import linked  # noqa: F401  # a site found by its links
 from tests.marks_fixture import GUARD, mark_by_fixtures
 from tests.processes import kill_leftovers
 from tests.site_fixture import FakeSite, ForeignSite

@@ -8,12 +8,15 @@ a test sees a page fetched twice under two spellings.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+import pytest
 from aiohttp import web
 
 from tests.site_fixture import Hit, hit_recorder
+from tests.site_fixture import start as start_site
 
 TEMPLATE = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{title} | Harbour Office</title>{head}</head>
@@ -151,3 +154,13 @@ class LinkedSite:
             return web.Response(status=304, headers={"ETag": etag})
         headers = {"ETag": etag, **page.headers}
         return web.Response(text=html, content_type="text/html", headers=headers)
+
+
+@pytest.fixture
+async def linked() -> AsyncIterator[LinkedSite]:
+    """A ``LinkedSite`` served on a free port for one test."""
+    site = LinkedSite()
+    server = await start_site(site.app())
+    site.base = f"http://127.0.0.1:{server.port}"
+    yield site
+    await server.close()

@@ -6,7 +6,6 @@ and a page waiting its turn must hold no thread of the pool that plans answers."
 from __future__ import annotations
 
 import threading
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,6 @@ from engine.knowledge.scrape.fetch import Response
 from engine.knowledge.scrape.sections import Page
 from tests.linked_site_fixture import LinkedSite
 from tests.rescrape_fixture import scrape
-from tests.site_fixture import start as start_site
 
 
 @pytest.fixture
@@ -34,15 +32,6 @@ def readers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(crawl, "extract_article", extract_article)
     monkeypatch.setattr(folder, "extract_article", extract_article)
     return names
-
-
-@pytest.fixture
-async def linked() -> AsyncIterator[LinkedSite]:
-    site = LinkedSite()
-    server = await start_site(site.app())
-    site.base = f"http://127.0.0.1:{server.port}"
-    yield site
-    await server.close()
 
 
 async def test_a_crawls_pages_are_read_on_the_page_reader(

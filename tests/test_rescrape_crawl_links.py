@@ -6,7 +6,6 @@ from __future__ import annotations
 import itertools
 import sqlite3
 from collections import Counter
-from collections.abc import AsyncIterator
 from contextlib import closing
 from pathlib import Path
 
@@ -20,16 +19,6 @@ from engine.knowledge.scrape.rescrape import describe_site
 from tests.linked_site_fixture import BFS_ORDER, DEPTH, LinkedSite, Page
 from tests.rescrape_fixture import by_slug, scrape
 from tests.site_fixture import ForeignSite
-from tests.site_fixture import start as start_site
-
-
-@pytest.fixture
-async def linked() -> AsyncIterator[LinkedSite]:
-    site = LinkedSite()
-    server = await start_site(site.app())
-    site.base = f"http://127.0.0.1:{server.port}"
-    yield site
-    await server.close()
 
 
 def crawl_settings(site: LinkedSite, kb_path: Path, **changes: object) -> Settings:
