@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.answering.evidence import find_evidence
+from engine.answering.evidence import asks_for_number, find_evidence
 from engine.answering.needs import SHORT_CAPITALS_WEIGHT, question_needs
 from engine.answering.on_site import on_site_passages
 from engine.answering.pipeline import AnswerPlanner
@@ -156,3 +156,21 @@ def test_a_character_asked_about_by_its_name_is_met_by_the_character() -> None:
     assert used and all(passage.url == url for passage in used)
     evidence = find_evidence(asked, used)
     assert evidence is not None and 'An optional prefix "!" which negates' in evidence.quote
+
+
+def test_a_japanese_question_asking_how_many_seconds_is_quoted_from_a_figure() -> None:
+    """ "…既定で何秒間キャッシュしますか" asks for a figure as "何分" does: the --socket entry's
+    "Defaults to $XDG_CACHE_HOME/…" met more of its words than --timeout's "(default: 900)"."""
+    page = page_sections((SITE / "git-credential-cache.html").read_bytes())
+    assert page is not None
+    url = "http://docs.example/git-credential-cache.html"
+    found = [
+        Passage(page.title, url, s.text, heading=s.heading, anchor=s.anchor) for s in page.sections
+    ]
+
+    evidence = find_evidence("git credential-cache は既定で何秒間キャッシュしますか？", found)  # noqa: RUF001
+
+    assert evidence is not None and "(default: 900)" in evidence.quote
+    asked = ["何秒待ちますか", "何秒かかりますか", "何文字まで書けますか", "何行", "何日かかる"]
+    assert all(map(asks_for_number, asked))
+    assert not any(map(asks_for_number, ["何秒か待ってから", "何日か前に", "何回か試すと"]))

@@ -57,8 +57,9 @@ EXAMPLE_LINES = 3  # an example announced by a colon: its first lines, as many a
 MAX_SIGNATURE_CHARS = 160  # an entry's signature before its quote; a longer one gives its name
 ASKS_FOR_NUMBER_RE = re.compile(  # not "when": "the first Sunday of the month" is an answer
     r"\bhow (?:much|many|long|late|early|old)\b|\bwhat time\b"
-    r"|いくら|いくつ(?!か)|何[時日分円歳回個人件年点倍番度%\uff05](?!か)"  # not "いくつか", some
-    r"|何[ヶカか]月|何[ァ-ヺー]{2,}",  # months; a unit: "何バイト", "何ミリ秒"
+    # not "いくつか" or "何日か" ("some", "a few days"), but "何日かかりますか"; "何バイト"
+    r"|いくら|いくつ(?!か)|何(?:[時日分秒週円歳回個人件年点倍番度行桁台枚本冊階%\uff05]|文字)"
+    r"(?!か(?!か))|何[ヶカか]月|何[ァ-ヺー]{2,}",
     re.I,
 )
 # A question that asks for a name ("Which cargo tree flag shows…", "Which key of the
