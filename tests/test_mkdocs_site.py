@@ -62,6 +62,39 @@ def test_a_sentence_that_announces_a_step_goes_on_with_it(planner: AnswerPlanner
     assert plan.evidence.quote.endswith(step)
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "GitHub Pages で独自ドメインを使うにはどうすればいいですか？",  # noqa: RUF001
+        "How do I use a custom domain for my site on GitHub Pages?",
+    ],
+)
+def test_a_sentence_saying_it_can_be_done_goes_on_with_how(
+    planner: AnswerPlanner, question: str
+) -> None:
+    """ "GitHub Pages includes support for using a Custom Domain for your site." meets more of
+    these questions' words than the next sentence, which does not say MkDocs' name: it says
+    the thing can be done, the next sentences how (then the step it announces)."""
+    plan = plan_for(planner, question)
+
+    assert plan.evidence is not None
+    assert plan.evidence.quote.startswith("GitHub Pages includes support for using a Custom")
+    assert plan.evidence.quote.endswith(
+        "You need to add a CNAME file to the root of your docs_dir."
+    )
+
+
+def test_only_a_how_question_goes_on_after_a_sentence_saying_it_can_be_done() -> None:
+    text = "The site supports custom domains. Themes live in their own folder."
+    passage = Passage("Deploying", BASE, text)
+
+    asked_how = find_evidence("How do I use custom domains on the site?", [passage])
+    asked_whether = find_evidence("Are custom domains supported on the site?", [passage])
+
+    assert asked_how is not None and asked_how.quote.endswith("Themes live in their own folder.")
+    assert asked_whether is not None and asked_whether.quote == "The site supports custom domains."
+
+
 def test_which_command_is_answered_by_a_sentence_that_gives_one(planner: AnswerPlanner) -> None:
     """The section's opening meets "documentation", "GitHub" and "Pages" and names no
     command; the sentence that says "command" announces it on the next line."""

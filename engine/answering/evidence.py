@@ -108,6 +108,15 @@ ANNOUNCES_RE = re.compile(
     r"(?! (?:above|before|earlier|described))|\bas follows\b",
     re.I,
 )
+# A question asking how to do something, and a sentence saying only that it can be done
+ASKS_HOW_RE = re.compile(
+    r"\bhow (?:do|can|should|would|to)\b|どうすれば|どうやって|方法|には[?\uff1f]?\s*$", re.I
+)
+CAN_BE_DONE_RE = re.compile(
+    r"\b(?:includes?|has|have|provides?|offers?|adds?|comes with) (?:\w+ )?support for\b"
+    r"|\b(?:is|are) (?:fully |also )?supported\b|^\S+(?: \S+)? supports\b",
+    re.I,
+)
 NUMBER_RE = re.compile(r"[0-9\uff10-\uff19\u3007一二三四五六七八九十百千万]")  # and kanji numerals
 # A line typed at a prompt ("(tutorial-env) $ python -m pip install -r requirements.txt",
 # ">>> round(2.5)"): it meets the question's words as commands, not as what they do, so the
@@ -255,6 +264,10 @@ def find_evidence(
         first = max(tied, key=lambda s: (-s.rank, -len(s.text)))
     first = _described(first, passages[first.rank], sentences)
     chosen = [first, *_neighbour(first, candidates, score, max_chars)]
+    if len(chosen) == 1 and ASKS_HOW_RE.search(question) and CAN_BE_DONE_RE.search(first.text):
+        # "How do I use a custom domain…?": "GitHub Pages includes support for using a Custom
+        # Domain for your site." says it can be done, the sentence after it how
+        chosen += _beside_if_room(first, sentences, max_chars - len(first.text) - 1)
     chosen += _referred_to(first, chosen, sentences, max_chars - len(_join(chosen)) - 1)
     chosen.sort(key=lambda s: s.index)
     chosen += _carried_on(chosen[-1], sentences, max_chars - len(_join(chosen)) - 1)
@@ -458,6 +471,14 @@ def _referred_to(
     if before is None or before in chosen or len(before.text) > room:
         return []
     return [before]
+
+
+def _beside_if_room(
+    sentence: _Sentence, sentences: Sequence[_Sentence], room: int
+) -> list[_Sentence]:
+    """The sentence after ``sentence`` in its paragraph, if it fits in ``room``."""
+    after = _beside(sentence, sentences, 1)
+    return [after] if after is not None and len(after.text) <= room else []
 
 
 def _carried_on(last: _Sentence, sentences: Sequence[_Sentence], room: int) -> list[_Sentence]:
