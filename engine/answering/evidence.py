@@ -8,10 +8,12 @@ optional needs (its particles and framing words), then the one nearest the quest
 meaning when the caller can tell (``nearness``: a Japanese question about English pages meets
 them only by its Latin words, "npm" in every line of a synopsis), each read after the sentence
 before it on its line ("this list" says little alone), else the first and shortest.
-When the question asks for a number ("how much", "いくら"), only sentences holding one are
-considered, if there are any. The sentence next to the best one in its paragraph is added
-when it meets needs the first does not, or is about the same thing (its context, not a fact
-from elsewhere), and the quote stays short.
+When the question asks for a number ("how much", "いくら", "何秒"), only sentences holding
+one are considered, if there are any. The sentence next to the best one in its paragraph is
+added when it meets needs the first does not, or is about the same thing (its context, not a
+fact from elsewhere), and the quote stays short. To a question asking how, a sentence saying
+only that the thing can be done ("GitHub Pages includes support for using a Custom Domain…")
+takes the one after it.
 A sentence that announces what follows ("The following example rounds pi to three places:")
 takes the line after it, the example being the answer; one that begins the line after a
 command ("$ cargo test -- --test-threads=1", then "We set the number of test threads to
