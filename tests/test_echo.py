@@ -85,3 +85,17 @@ def test_a_line_that_only_looks_like_a_header_stays() -> None:
         generation, _, _ = replay([text], label=EVIDENCE_INTRO)
 
         assert generation.answer == text
+
+
+def test_a_line_restating_the_quote_after_the_label_is_left_out_of_the_final_text() -> None:
+    """SmolLM2-135M's answer to "What does npm prune do?" (eval run of 2026-12-05): its own
+    words, then the prompt's label on a line of its own and the quote again."""
+    own = "npm-prune removes packages that are not listed as any package's dependency list."
+    pieces = [own, "\n", "The", " sentence", " that", " answers", " it", ":", " npm", " prune"]
+
+    generation, emitted, _ = replay(pieces, label=EVIDENCE_INTRO)
+
+    assert generation.answer == own
+    assert "".join(emitted) == "".join(pieces)  # streamed as it came: the final text replaces it
+    for kept in (f"{own}\nThe sentence is short.", f"{own} The sentence that answers it: no"):
+        assert replay([kept], label=EVIDENCE_INTRO)[0].answer == kept

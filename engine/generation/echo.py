@@ -10,7 +10,9 @@ are held back, while they may still be the label; after that every piece passes 
 It also copies, about one answer in a hundred (6 of 698, 2026-12-05), a passage's header as
 its first line ("1. Deploying your docs > GitHub Pages (http://…#404-pages)"): that line is
 left out of the answer's final text, which replaces what streamed (it is not held back, so
-every answer's first line still streams as it comes).
+every answer's first line still streams as it comes). And, more rarely (2 of 349 answers,
+2026-12-05), it says its answer, then copies the label on a line of its own, with the quote
+after it: the final text ends before that line (the engine adds the quote after the answer).
 """
 
 from __future__ import annotations
@@ -28,6 +30,16 @@ def without_copied_header(answer: str) -> str:
     """``answer`` less a first line that copies one of the prompt's passage headers."""
     found = COPIED_HEADER_RE.match(answer)
     return answer[found.end() :] if found else answer
+
+
+def label_line_at(answer: str, label: str) -> int | None:
+    """Where a line of ``answer`` after its first begins with the prompt's ``label`` ("The
+    sentence that answers it: npm prune removes…"); None when none does."""
+    label = label.strip()
+    if not label:
+        return None
+    found = re.search(rf"\n[ \t]*{re.escape(label.removesuffix(':'))}(?: is)?:", answer, re.I)
+    return found.start() if found else None
 
 
 class EchoedLabel:

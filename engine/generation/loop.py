@@ -19,7 +19,7 @@ from broker.protocol import FinishReason
 from engine.answering.wording import Withdrawn
 from engine.backends.base import Backend, ChatMessage, GenerationLimits, GenerationStopped, Pieces
 from engine.cancelled import CancelledSessions
-from engine.generation.echo import EchoedLabel, without_copied_header
+from engine.generation.echo import EchoedLabel, label_line_at, without_copied_header
 from engine.generation.paragraphs import ParagraphLimit
 from engine.generation.repetition import RepetitionDetector
 
@@ -41,6 +41,7 @@ class Generation:
     finish_reason: FinishReason = "stop"  # how the model's answer ended, when it ran its course
     kept: int | None = None  # pieces of the text, when a repeated tail was dropped
     ended_at: int | None = None  # characters of the text, when it ended at a blank line
+    # or at a line copying the prompt's label
     skipped: int = 0  # characters it began with that copied the prompt's label (echo.py)
     # (ended_at counts characters after those)
     # Its words left out, and why: a "number", an "option" or a "term" nothing it read gave,
@@ -122,6 +123,9 @@ def run_token_loop(
     if generation.ended_at is None:  # the beginning held back while it may be the label
         _pass_on(echo.close(), paragraph_limit, generation, emit)
     generation.skipped = echo.skipped
+    said = "".join(generation.pieces[: generation.kept])[echo.skipped :][: generation.ended_at]
+    if (restated := label_line_at(said, label)) is not None:  # the quote again, after a line
+        generation.ended_at = restated
     generation.finished_at = time.monotonic()
     if stopped and not generation.abandoned:
         generation.stopped_by_cancel = generation.session_id in cancelled
