@@ -99,3 +99,28 @@ def test_a_line_restating_the_quote_after_the_label_is_left_out_of_the_final_tex
     assert "".join(emitted) == "".join(pieces)  # streamed as it came: the final text replaces it
     for kept in (f"{own}\nThe sentence is short.", f"{own} The sentence that answers it: no"):
         assert replay([kept], label=EVIDENCE_INTRO)[0].answer == kept
+
+
+def test_a_restated_quote_cut_for_repeating_ends_the_answer_as_it_stopped() -> None:
+    """What the repetition detector (or the token cap) cut came after the label's line: the
+    answer shown is whole, so no note says it was cut; a blank line before it is dropped."""
+    own = "npm prune removes x."
+    again = [
+        "\n",
+        "The",
+        " sentence",
+        " that",
+        " answers",
+        " it",
+        ":",
+        " npm",
+        " prune",
+        " removes",
+    ]
+    looping = [own, "\n", *again * 8]
+
+    generation, _, _ = replay(looping, label=EVIDENCE_INTRO)
+    capped, _, _ = replay([own, *again], max_tokens=len(again) + 1, label=EVIDENCE_INTRO)
+
+    assert generation.answer == own and generation.finish_reason == "stop"
+    assert capped.answer == own and capped.finish_reason == "stop"

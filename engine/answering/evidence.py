@@ -59,9 +59,10 @@ EXAMPLE_LINES = 3  # an example announced by a colon: its first lines, as many a
 MAX_SIGNATURE_CHARS = 160  # an entry's signature before its quote; a longer one gives its name
 ASKS_FOR_NUMBER_RE = re.compile(  # not "when": "the first Sunday of the month" is an answer
     r"\bhow (?:much|many|long|late|early|old)\b|\bwhat time\b"
-    # not "いくつか" or "何日か" ("some", "a few days"), but "何日かかりますか"; "何バイト"
+    # not "いくつか", "何日か前", "何人かから" ("some", "a few days ago") or "何度も" ("again and
+    # again"), but "何日かかりますか" (takes) and "何時から"; a unit: "何バイト", "何ミリ秒"
     r"|いくら|いくつ(?!か)|何(?:[時日分秒週円歳回個人件年点倍番度行桁台枚本冊階%\uff05]|文字)"
-    r"(?!か(?!か))|何[ヶカか]月|何[ァ-ヺー]{2,}",
+    r"(?!も|か(?!ら|か[りるっ]))|何[ヶカか]月|何[ァ-ヺー]{2,}",
     re.I,
 )
 # A question that asks for a name ("Which cargo tree flag shows…", "Which key of the
@@ -111,11 +112,14 @@ ANNOUNCES_RE = re.compile(
     re.I,
 )
 # A question asking how to do something, and a sentence saying only that it can be done
+# (a verb before には: "使うには", not "Windows には"; "方法を", not "どの方法が")
 ASKS_HOW_RE = re.compile(
-    r"\bhow (?:do|can|should|would|to)\b|どうすれば|どうやって|方法|には[?\uff1f]?\s*$", re.I
+    r"\bhow (?:do|can|should|would|to)\b|どうすれば|どうしたら|どうやって|どのように|やり方|手順"
+    r"|方法を|[うくぐすつぬぶむる]には",
+    re.I,
 )
 CAN_BE_DONE_RE = re.compile(
-    r"\b(?:includes?|has|have|provides?|offers?|adds?|comes with) (?:\w+ )?support for\b"
+    r"\b(?:includes?|has|have|provides?|offers?|adds?|comes with) (?!no\b)(?:\w+ )?support for\b"
     r"|\b(?:is|are) (?:fully |also )?supported\b|^\S+(?: \S+)? supports\b",
     re.I,
 )

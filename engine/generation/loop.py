@@ -55,8 +55,8 @@ class Generation:
     @property
     def answer(self) -> str:
         """The model's words, without a copy of the prompt's label or of a passage's header
-        before them, a repeated tail or what followed its last paragraph; none when they were
-        withdrawn."""
+        before them, a repeated tail, what followed its last paragraph or a line restating
+        the quote after the label; none when they were withdrawn."""
         if self.withdrawn:
             return ""
         said = "".join(self.pieces[: self.kept])[self.skipped :][: self.ended_at]
@@ -123,14 +123,24 @@ def run_token_loop(
     if generation.ended_at is None:  # the beginning held back while it may be the label
         _pass_on(echo.close(), paragraph_limit, generation, emit)
     generation.skipped = echo.skipped
-    said = "".join(generation.pieces[: generation.kept])[echo.skipped :][: generation.ended_at]
-    if (restated := label_line_at(said, label)) is not None:  # the quote again, after a line
-        generation.ended_at = restated
+    _end_before_restated_quote(generation, label)
     generation.finished_at = time.monotonic()
     if stopped and not generation.abandoned:
         generation.stopped_by_cancel = generation.session_id in cancelled
         generation.stopped_by_time_limit = not generation.stopped_by_cancel
     return generation
+
+
+def _end_before_restated_quote(generation: Generation, label: str) -> None:
+    """End the answer before a line that copies the prompt's ``label`` with the quote after
+    it (``echo.label_line_at``); a repeated tail or the token cap came after that line."""
+    said = "".join(generation.pieces[: generation.kept])[generation.skipped :]
+    restated = label_line_at(said[: generation.ended_at], label)
+    if restated is None:
+        return
+    generation.ended_at = len(said[:restated].rstrip())
+    if generation.finish_reason in ("length", "repetition"):
+        generation.finish_reason = "stop"
 
 
 def _pass_on(
