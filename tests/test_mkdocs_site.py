@@ -98,3 +98,25 @@ def test_only_a_how_question_goes_on_after_a_sentence_saying_it_can_be_done() ->
     asked_whether = find_evidence("Are custom domains supported on the site?", [passage])
     assert asked_whether is not None and asked_whether.quote == "The site supports custom domains."
     assert not CAN_BE_DONE_RE.search("Windows has no support for custom domains.")
+
+
+@pytest.fixture(scope="module")
+def started(tmp_path_factory: pytest.TempPathFactory) -> AnswerPlanner:
+    kb_path = tmp_path_factory.mktemp("mkdocs-started") / "kb.sqlite3"
+    return planner_on_pages(kb_path, SITE, ["getting-started.html"])
+
+
+def test_a_figure_asked_is_not_quoted_from_a_line_that_only_holds_numbers(
+    started: AnswerPlanner,
+) -> None:
+    """ "mkdocs serve は何秒ごとにファイルの変更を確認しますか" (how many seconds between checks):
+    the page's only lines with a figure meeting its words are a server's log, "[I 160402
+    15:50:43 server:271] Serving on http://127.0.0.1:8000", which meets "serve" alone. No
+    figure answers it, and across languages that is "not on the site"; in English the
+    sentence that meets it is quoted."""
+    asked = "mkdocs serve は何秒ごとにファイルの変更を確認しますか？"  # noqa: RUF001
+    in_english = "How many seconds does mkdocs serve wait between checks for changed files?"
+
+    assert plan_for(started, asked).not_on_site
+    plan = plan_for(started, in_english)
+    assert plan.evidence is not None and "15:50:43" not in plan.evidence.quote

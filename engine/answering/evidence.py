@@ -79,6 +79,10 @@ ASKS_FOR_COMMAND_RE = re.compile(  # "Which git command…" too; not "What comma
 # A command asked for: the sentences that say "command" and meet at least this share of what
 # the best candidate meets of the rest of the question ("Every command writes a log." not)
 COMMAND_SENTENCE_SHARE = 0.5
+# A figure asked for: the sentences holding one answer it if the best of them meets at least
+# this share of what the best sentence meets; else none does (a log line's "15:50:43" is no
+# answer to how often a server checks for changes), and across languages it is not on the site
+NUMBER_SENTENCE_SHARE = 0.5
 DEFINED_NAME_RE = re.compile(r"[\w.:+-]+(?: [\w<>\[\].=-]+)? \u2014 \S")  # "members — …"
 QUOTED_NAME_RE = re.compile(r"[\w.:+-]*\w")  # the name it defines: "--invert" of "--invert spec"
 CODE_MARK_RE = re.compile(r"[-._(]|[a-z][A-Z]")  # "opt-level", "json.dumps", "setTimeout"
@@ -239,7 +243,7 @@ def find_evidence(
         # "What does npm dedupe do?": its synopsis "npm dedupe" meets every word of it
         openings = (opening(passage, max_chars) for passage in passages)
         return next((found for found in openings if not _says_nothing(found.quote, question)), None)
-    candidates = _narrowed(candidates, question, named)
+    candidates = _narrowed(candidates, question, named, score)
     firsts = _saying_a_command(candidates, question, needs, score)  # "Which command…"
 
     def met_score(s: _Sentence) -> tuple[float, float]:
@@ -296,13 +300,19 @@ def has_number(text: str) -> bool:
     return NUMBER_RE.search(text) is not None
 
 
-def _narrowed(candidates: list[_Sentence], question: str, named: set[int]) -> list[_Sentence]:
+def _narrowed(
+    candidates: list[_Sentence], question: str, named: set[int], score: _Scorer
+) -> list[_Sentence]:
     """The candidates that can answer what is asked: those holding a number when it asks
-    for one; those of the entry it names, if any, and of them not its facts' labels."""
+    for one (if one of them meets enough of it: ``NUMBER_SENTENCE_SHARE``); those of the
+    entry it names, if any, and of them not its facts' labels."""
     numbered = [s for s in candidates if s.has_number]
     stated = [s for s in candidates if _states_default(s)] if DEFAULT_RE.search(question) else []
     if not any(s.has_number for s in stated):  # a default in words: "the number of CPUs"
         numbered += [s for s in stated if not s.has_number]
+    best = max(score.required(s.met) for s in candidates)
+    if numbered and max(score.required(s.met) for s in numbered) < NUMBER_SENTENCE_SHARE * best:
+        numbered = []  # "mkdocs serve は何秒ごとに…": not "[I 160402 15:50:43] Serving on…"
     if numbered and asks_for_number(question):  # "how much", "いくら": the answer is a number,
         # said in words, not an example's argument ("setTimeout(100, 'result').then(…")
         candidates = [s for s in numbered if not CODE_LINE_RE.search(s.text)] or numbered
