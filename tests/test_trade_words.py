@@ -79,6 +79,20 @@ def test_rewriting_one_character_of_a_string_is_answered_from_the_tutorial(
     assert plan.evidence is not None and "immutable" in plan.evidence.quote
 
 
+def test_a_folder_is_the_pages_directory(tmp_path: Path) -> None:
+    """JMdict has フォルダ only as "folder"; documentation says "directory" (MkDocs' site_dir:
+    "The directory where the output HTML and other files are created."). Tried in
+    `concierge chat`: the question was refused, pointing to site_dir."""
+    pages = ["getting-started.html", "user-guide/configuration.html"]
+    planner = planner_on_pages(tmp_path / "kb.sqlite3", EVAL / "mkdocsdocs" / "site", pages)
+
+    plan = plan_for(planner, "ビルドした HTML はどのフォルダに出力されますか\uff1f")
+
+    assert plan.step == "quote_only"
+    assert plan.evidence is not None
+    assert plan.evidence.link == "http://docs.example/user-guide/configuration.html#site_dir"
+
+
 def test_across_languages_the_quote_may_come_from_any_section_the_search_found(
     tmp_path: Path,
 ) -> None:

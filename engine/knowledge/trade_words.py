@@ -78,6 +78,8 @@ TRADE_ENGLISH: dict[str, tuple[str, ...]] = {
     "書き込み": ("write",),
     "保存": ("save", "store"),
     "出力": ("output", "print"),
+    "フォルダ": ("folder", "directory"),
+    "フォルダー": ("folder", "directory"),
     "表示": ("show", "display", "print"),
     "一覧": ("list",),
     "公開": ("publish", "public"),
