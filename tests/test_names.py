@@ -30,6 +30,24 @@ def test_common_words_first_words_names_it_read_and_code_are_not_claims() -> Non
     assert unread_names("It runs on the Kubernetes cluster.", ["kubernetes"]) == []
 
 
+def test_a_name_as_code_writes_it_among_the_words_is_a_name_too() -> None:
+    """What SmolLM2 wrote on Python's documentation (an eval run) and MkDocs' (in `concierge
+    chat`, a snippet outside a code block)."""
+    read = ["shutil.rmtree(path) — Delete an entire directory tree.", "site_name: MkLorum"]
+
+    assert unread_names("It uses the copy_tree() method of the shutil module.", read) == [
+        "copy_tree"
+    ]
+    snippet = "Here's how:\nfrom lolc.utils import get_menu_items\ndef add_item(name):"
+    assert unread_names(snippet, read) == ["get_menu_items", "add_item", "lolc.utils"]
+    # read, a file's or a host's name, an abbreviation, a path, an address, code: no claims
+    kept = (
+        "Call shutil.rmtree() and set site_name in mkdocs.yml (see example.com, e.g. "
+        "docs/my_page.md or http://docs.example/a_b.html), or `my_tree.walk()`."
+    )
+    assert unread_names(kept, read) == []
+
+
 async def test_the_models_words_with_an_invented_name_are_left_out_for_the_quote(
     settings: Settings, backend: Backend, broker: Broker
 ) -> None:

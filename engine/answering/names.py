@@ -9,8 +9,12 @@ options.py): the answer is the site's quote and sources alone.
 
 A name is a capitalised word inside a sentence (not its first word) that is no common English
 word (``english.py``: "Python", "True", "Windows" are common, and so is a name everyone
-writes; "Kubernetes", "Preferment" are not). Code is the model's illustration, not a claim:
-its spans and blocks are not read.
+writes; "Kubernetes", "Preferment" are not), or a name as code writes it, in snake case or
+dotted, among its words: "This function uses the copy_tree() method of the shutil module"
+(on Python's documentation, which has no copy_tree), "from lolc.utils import get_menu_items"
+(MkDocs', tried in `concierge chat`). A file's name ("mkdocs.yml") is the asker's as often as
+the site's, and is left alone. Code in spans and blocks is the model's illustration, not a
+claim: it is not read.
 """
 
 from __future__ import annotations
@@ -19,16 +23,30 @@ import re
 from collections.abc import Iterable
 
 from engine.answering.english import is_common_word
+from engine.answering.needs import FILE_EXTENSIONS
 from engine.answering.numbers import CODE_RE
+
+FILE_TYPES = FILE_EXTENSIONS | {"js", "mjs", "cjs", "ts", "com", "org", "net", "io", "dev"}
 
 # Capitalised after a lowercase letter or a comma, colon or semicolon and a space: not a
 # sentence's first word, nor a heading's.
 NAME_RE = re.compile(r"(?<=[a-z,;:] )[A-Z][A-Za-z]{2,}\b")
+# "copy_tree", "get_menu_items"; "lolc.utils", "os.path" (not in an address or a path)
+SNAKE_CASE_RE = re.compile(r"(?<![\w./-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?![\w/-])")
+DOTTED_RE = re.compile(r"(?<![\w./:@-])[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]+)+(?![\w/-])")
 
 
 def unread_names(answer: str, read: Iterable[str]) -> list[str]:
-    """The names of ``answer`` that are no common English word and that none of the texts in
-    ``read`` holds (in any case), in order."""
+    """The names of ``answer`` that are no common English word (or that code writes) and that
+    none of the texts in ``read`` holds (in any case), in order."""
     texts = " ".join(read).lower()
-    said = dict.fromkeys(NAME_RE.findall(CODE_RE.sub(" ", answer)))
-    return [name for name in said if not is_common_word(name.lower()) and name.lower() not in texts]
+    words = CODE_RE.sub(" ", answer)
+    said = [name for name in NAME_RE.findall(words) if not is_common_word(name.lower())]
+    said += SNAKE_CASE_RE.findall(words)
+    said += [name for name in DOTTED_RE.findall(words) if not _is_file(name)]
+    return [name for name in dict.fromkeys(said) if name.lower() not in texts]
+
+
+def _is_file(name: str) -> bool:
+    """ "mkdocs.yml", "index.md", "example.com": a file's or a host's name, not code's."""
+    return name.rsplit(".", 1)[1] in FILE_TYPES
