@@ -40,10 +40,12 @@ def test_a_name_as_code_writes_it_among_the_words_is_a_name_too() -> None:
     ]
     snippet = "Here's how:\nfrom lolc.utils import get_menu_items\ndef add_item(name):"
     assert unread_names(snippet, read) == ["get_menu_items", "add_item", "lolc.utils"]
-    # read, a file's or a host's name, an abbreviation, a path, an address, code: no claims
+    in_span = "You need to use the `add_page` method. Here's how:\n```\nmy_menu.add()\n```"
+    assert unread_names(in_span, read) == ["add_page"]
+    # read, a file's or a host's name, an abbreviation, a path, an address, a code block
     kept = (
-        "Call shutil.rmtree() and set site_name in mkdocs.yml (see example.com, e.g. "
-        "docs/my_page.md or http://docs.example/a_b.html), or `my_tree.walk()`."
+        "Call `shutil.rmtree()` and set site_name in `mkdocs.yml` (see example.com, e.g. "
+        "docs/my_page.md, `index.css` or http://docs.example/a_b.html).\n```\nmy_tree.walk()\n```"
     )
     assert unread_names(kept, read) == []
 

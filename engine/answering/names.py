@@ -10,11 +10,11 @@ options.py): the answer is the site's quote and sources alone.
 A name is a capitalised word inside a sentence (not its first word) that is no common English
 word (``english.py``: "Python", "True", "Windows" are common, and so is a name everyone
 writes; "Kubernetes", "Preferment" are not), or a name as code writes it, in snake case or
-dotted, among its words: "This function uses the copy_tree() method of the shutil module"
-(on Python's documentation, which has no copy_tree), "from lolc.utils import get_menu_items"
-(MkDocs', tried in `concierge chat`). A file's name ("mkdocs.yml") is the asker's as often as
-the site's, and is left alone. Code in spans and blocks is the model's illustration, not a
-claim: it is not read.
+dotted, among its words or in a code span: "This function uses the copy_tree() method of the
+shutil module" (on Python's documentation, which has no copy_tree), "use the `add_page`
+method" (MkDocs', tried in `concierge chat`). A file's name ("mkdocs.yml") is the asker's as
+often as the site's, and is left alone. A code block is the model's illustration, not a
+claim, and is not read; nor are code spans for capitalised names ("`Vec::new()`").
 """
 
 from __future__ import annotations
@@ -26,7 +26,10 @@ from engine.answering.english import is_common_word
 from engine.answering.needs import FILE_EXTENSIONS
 from engine.answering.numbers import CODE_RE
 
-FILE_TYPES = FILE_EXTENSIONS | {"js", "mjs", "cjs", "ts", "com", "org", "net", "io", "dev"}
+FILE_TYPES = FILE_EXTENSIONS | set(
+    "js mjs cjs ts jsx tsx css scss svg ico rb rs go java php cpp com org net io dev".split()
+)
+CODE_BLOCK_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
 
 # Capitalised after a lowercase letter or a comma, colon or semicolon and a space: not a
 # sentence's first word, nor a heading's.
@@ -42,8 +45,9 @@ def unread_names(answer: str, read: Iterable[str]) -> list[str]:
     texts = " ".join(read).lower()
     words = CODE_RE.sub(" ", answer)
     said = [name for name in NAME_RE.findall(words) if not is_common_word(name.lower())]
-    said += SNAKE_CASE_RE.findall(words)
-    said += [name for name in DOTTED_RE.findall(words) if not _is_file(name)]
+    spans_too = CODE_BLOCK_RE.sub(" ", answer)  # "use the `add_page` method"
+    said += SNAKE_CASE_RE.findall(spans_too)
+    said += [name for name in DOTTED_RE.findall(spans_too) if not _is_file(name)]
     return [name for name in dict.fromkeys(said) if name.lower() not in texts]
 
 
