@@ -45,7 +45,9 @@ def test_a_name_as_code_writes_it_among_the_words_is_a_name_too() -> None:
     # read, a file's or a host's name, an abbreviation, a path, an address, a code block
     kept = (
         "Call `shutil.rmtree()` and set site_name in `mkdocs.yml` (see example.com, e.g. "
-        "docs/my_page.md, `index.css` or http://docs.example/a_b.html).\n```\nmy_tree.walk()\n```"
+        "docs/my_page.md, `index.css` or http://docs.example/a_b.html?page_id=3). Save it as "
+        "hello_world.py; see docs.python.org/3/library or write to first.last@example.com. "
+        "Set `docs_dir: my_docs` or call `shutil.rmtree(my_dir)`.\n```\nmy_tree.walk()\n```"
     )
     assert unread_names(kept, read) == []
 
