@@ -1,5 +1,7 @@
 """Faults: engines killed or stopped mid-answer, the broker restarted. Every request still ends
-in a state its asker can see, and the next question is answered."""
+in a state its asker can see, and the next question is answered. Each answer is a long story
+with no end at its first blank line (``CONCIERGE_ANSWER_PARAGRAPHS=0``): on a fast host its
+first paragraph could end before the fault lands, and the test would fault nothing."""
 
 from __future__ import annotations
 
@@ -18,7 +20,9 @@ from tests.processes import ConciergeProcess
 async def test_an_engine_killed_mid_answer_answers_it_again_once_back_and_goes_on(
     settings: Settings, broker: Broker, client: ConciergeClient
 ) -> None:
-    engine = await ConciergeProcess.start(settings, CONCIERGE_MAX_TOKENS="400")
+    engine = await ConciergeProcess.start(
+        settings, CONCIERGE_MAX_TOKENS="400", CONCIERGE_ANSWER_PARAGRAPHS="0"
+    )
     session = await client.ask(Ask(LONG_QUESTION, "u1"))
     await wait_for_tokens(session, 2)
     engine.kill()
@@ -38,7 +42,10 @@ async def test_sigterm_mid_answer_ends_it_visibly_and_exits_in_bounded_time(
     settings: Settings, broker: Broker, client: ConciergeClient
 ) -> None:
     engine = await ConciergeProcess.start(
-        settings, CONCIERGE_MAX_TOKENS="400", CONCIERGE_SHUTDOWN_GRACE_S="0.2"
+        settings,
+        CONCIERGE_MAX_TOKENS="400",
+        CONCIERGE_ANSWER_PARAGRAPHS="0",
+        CONCIERGE_SHUTDOWN_GRACE_S="0.2",
     )
     session = await client.ask(Ask(LONG_QUESTION, "u1"))
     await wait_for_tokens(session, 2)
@@ -52,7 +59,9 @@ async def test_sigterm_mid_answer_ends_it_visibly_and_exits_in_bounded_time(
 async def test_engine_and_bot_come_back_after_the_broker_restarts(
     settings: Settings, broker: Broker, client: ConciergeClient
 ) -> None:
-    engine = await ConciergeProcess.start(settings, CONCIERGE_MAX_TOKENS="400")
+    engine = await ConciergeProcess.start(
+        settings, CONCIERGE_MAX_TOKENS="400", CONCIERGE_ANSWER_PARAGRAPHS="0"
+    )
     session = await client.ask(Ask(LONG_QUESTION, "u1"))
     await wait_for_tokens(session, 2)
     await rabbitmqctl("stop_app")
