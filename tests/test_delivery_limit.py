@@ -69,6 +69,7 @@ def engine_env(settings: Settings) -> dict[str, str]:
         "CONCIERGE_QUEUE_TYPE": "quorum",
         "CONCIERGE_PURGE_ON_START": "false",
         "CONCIERGE_MAX_TOKENS": "400",
+        "CONCIERGE_ANSWER_PARAGRAPHS": "0",  # no end at a blank line
         "CONCIERGE_REQUEST_TTL_S": f"{settings.request_ttl_s:g}",
     }
 

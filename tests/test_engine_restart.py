@@ -71,8 +71,11 @@ class WatchedSink:
 async def test_an_answer_whose_engine_was_killed_is_answered_again_and_shown_whole(
     settings: Settings, backend: Backend, broker: Broker, client: ConciergeClient
 ) -> None:
-    doomed = await ConciergeProcess.start(
-        settings, CONCIERGE_MAX_TOKENS="400", CONCIERGE_REQUEST_TTL_S=f"{settings.request_ttl_s:g}"
+    doomed = await ConciergeProcess.start(  # a story with no end at a blank line: killed mid-way
+        settings,
+        CONCIERGE_MAX_TOKENS="400",
+        CONCIERGE_ANSWER_PARAGRAPHS="0",
+        CONCIERGE_REQUEST_TTL_S=f"{settings.request_ttl_s:g}",
     )
     sink = WatchedSink()
     renderer = Renderer(sink, max_chars=100_000, edit_interval_s=0.0)
