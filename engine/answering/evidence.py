@@ -502,12 +502,10 @@ def _carried_on(last: _Sentence, sentences: Sequence[_Sentence], room: int) -> l
     announces it, and the quote has room: "os.cpus().length should not be used to calculate
     the amount of parallelism…" goes on "Use os.availableParallelism() for this purpose.",
     which is the answer; "…you need to take one additional step…" goes on with the step."""
-    after = _beside(last, sentences, 1)
-    if after is None or len(after.text) > room:
-        return []
-    if not (REFERS_BACK_RE.search(after.text) or ANNOUNCES_RE.search(last.text)):
-        return []
-    return [after]
+    after = _beside_if_room(last, sentences, room)
+    if after and (REFERS_BACK_RE.search(after[0].text) or ANNOUNCES_RE.search(last.text)):
+        return after
+    return []
 
 
 def entries_named(question: str, passages: Sequence[Passage]) -> set[int]:

@@ -25,13 +25,13 @@ from collections.abc import Iterable
 
 from engine.answering.english import is_common_word
 from engine.answering.needs import FILE_EXTENSIONS
-from engine.answering.numbers import ADDRESS_RE, CODE_RE
+from engine.answering.numbers import ADDRESS_RE, CODE_BLOCK, CODE_RE, CODE_SPAN
 
 FILE_TYPES = FILE_EXTENSIONS | set(
     "js mjs cjs ts jsx tsx css scss svg ico rb rs go java php cpp sql tgz".split()
     + "com org net io dev edu".split()  # hosts' names
 )
-CODE_BLOCK_RE = re.compile(r"```.*?(?:```|\Z)", re.DOTALL)
+CODE_BLOCK_RE = re.compile(CODE_BLOCK, re.DOTALL)
 
 # Capitalised after a lowercase letter or a comma, colon or semicolon and a space: not a
 # sentence's first word, nor a heading's.
@@ -41,7 +41,7 @@ NAME_RE = re.compile(r"(?<=[a-z,;:] )[A-Z][A-Za-z]{2,}\b")
 # ("hello_world.py")
 SNAKE_CASE_RE = re.compile(r"(?<![\w./\\-])[a-z][a-z0-9]*(?:_[a-z0-9]+)+(?!\.?[\w/@-])")
 DOTTED_RE = re.compile(r"(?<![\w./\\:@-])[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]+)+(?!\.?[\w/@-])")
-CODE_SPAN_RE = re.compile(r"`([^`\n]*)`")
+CODE_SPAN_RE = re.compile(CODE_SPAN)
 
 
 def unread_names(answer: str, read: Iterable[str]) -> list[str]:

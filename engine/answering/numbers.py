@@ -27,7 +27,9 @@ from collections.abc import Iterable
 
 NUMBER_RE = re.compile(r"\d+(?:[,.:]\d+)*")  # 16:50, 1,200, 3.5, 300000
 LIST_MARKER_RE = re.compile(r"^[ \t]*(?:#+[ \t]*)?(?:step[ \t]+)?\d+[.):][ \t]", re.I | re.M)
-CODE_RE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
+CODE_BLOCK = r"```.*?(?:```|\Z)"  # a block, closed or cut at the token cap
+CODE_SPAN = r"`([^`\n]*)`"
+CODE_RE = re.compile(f"{CODE_BLOCK}|{CODE_SPAN}", re.DOTALL)
 ADDRESS_RE = re.compile(r"<?https?://\S+")
 
 

@@ -32,13 +32,22 @@ def without_copied_header(answer: str) -> str:
     return answer[found.end() :] if found else answer
 
 
+def label_forms(label: str) -> list[str]:
+    """How the model copies the prompt's ``label``, lowercase: as written, or made a sentence
+    of ("The sentence that answers it is: …"); none for no label."""
+    label = label.strip().lower()
+    if not label:
+        return []
+    return [label, f"{label[:-1]} is:"] if label.endswith(":") else [label]
+
+
 def label_line_at(answer: str, label: str) -> int | None:
     """Where a line of ``answer`` after its first begins with the prompt's ``label`` ("The
     sentence that answers it: npm prune removes…"); None when none does."""
-    label = label.strip()
-    if not label:
+    forms = label_forms(label)
+    if not forms:
         return None
-    found = re.search(rf"\n[ \t]*{re.escape(label.removesuffix(':'))}(?: is)?:", answer, re.I)
+    found = re.search(rf"\n[ \t]*(?:{'|'.join(map(re.escape, forms))})", answer, re.I)
     return found.start() if found else None
 
 
@@ -47,12 +56,10 @@ class EchoedLabel:
     begins with."""
 
     def __init__(self, label: str) -> None:
-        label = label.strip().lower()
-        # as written, or made a sentence of: "The sentence that answers it is: …"
-        self.labels = [label, f"{label[:-1]} is:"] if label.endswith(":") else [label]
+        self.labels = label_forms(label)
         self.held: list[str] = []  # the answer's first pieces, held while they may be the label
         self.skipped = 0  # characters the answer began with that were the label, and spaces
-        self.deciding = bool(label)  # the beginning may still be the label (none: no)
+        self.deciding = bool(self.labels)  # the beginning may still be the label (none: no)
         self.trimming = False  # the label was there: spaces after it are dropped too
 
     def feed(self, piece: str) -> list[str]:

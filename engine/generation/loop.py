@@ -59,8 +59,12 @@ class Generation:
         the quote after the label; none when they were withdrawn."""
         if self.withdrawn:
             return ""
-        said = "".join(self.pieces[: self.kept])[self.skipped :][: self.ended_at]
-        return without_copied_header(said)
+        return without_copied_header(self.said[: self.ended_at])
+
+    @property
+    def said(self) -> str:
+        """The model's words after a copied label, up to a repeated tail, if any."""
+        return "".join(self.pieces[: self.kept])[self.skipped :]
 
     @property
     def text(self) -> str:
@@ -134,7 +138,7 @@ def run_token_loop(
 def _end_before_restated_quote(generation: Generation, label: str) -> None:
     """End the answer before a line that copies the prompt's ``label`` with the quote after
     it (``echo.label_line_at``); a repeated tail or the token cap came after that line."""
-    said = "".join(generation.pieces[: generation.kept])[generation.skipped :]
+    said = generation.said
     restated = label_line_at(said[: generation.ended_at], label)
     if restated is None:
         return
